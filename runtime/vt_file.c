@@ -1,0 +1,143 @@
+/* The posix implementation of the file seam, plus full-length helpers.
+ * Blocking: runs on I/O threads and in tools, never on a reactor. */
+#include "vt_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static int
+px_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+    (void)ctx;
+    int fd = open(path, flags | O_CLOEXEC, (mode_t)mode);
+    return fd >= 0 ? fd : -errno;
+}
+
+static int
+px_close(void *ctx, int fd)
+{
+    (void)ctx;
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+static ssize_t
+px_pwrite(void *ctx, int fd, const void *buf, size_t len, uint64_t off)
+{
+    (void)ctx;
+    ssize_t n = pwrite(fd, buf, len, (off_t)off);
+    return n >= 0 ? n : -errno;
+}
+
+static ssize_t
+px_pread(void *ctx, int fd, void *buf, size_t len, uint64_t off)
+{
+    (void)ctx;
+    ssize_t n = pread(fd, buf, len, (off_t)off);
+    return n >= 0 ? n : -errno;
+}
+
+static int
+px_fdatasync(void *ctx, int fd)
+{
+    (void)ctx;
+    return fdatasync(fd) == 0 ? 0 : -errno;
+}
+
+static int
+px_fsync(void *ctx, int fd)
+{
+    (void)ctx;
+    return fsync(fd) == 0 ? 0 : -errno;
+}
+
+static int
+px_rename(void *ctx, const char *from, const char *to)
+{
+    (void)ctx;
+    return rename(from, to) == 0 ? 0 : -errno;
+}
+
+static int
+px_fsync_dir(void *ctx, const char *dir)
+{
+    (void)ctx;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+static int
+px_unlink(void *ctx, const char *path)
+{
+    (void)ctx;
+    return unlink(path) == 0 ? 0 : -errno;
+}
+
+static int
+px_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+    (void)ctx;
+    return fallocate(fd, 0, (off_t)off, (off_t)len) == 0 ? 0 : -errno;
+}
+
+static int
+px_ftruncate(void *ctx, int fd, uint64_t len)
+{
+    (void)ctx;
+    return ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
+}
+
+const struct vt_file_ops vt_file_posix = {
+    .ctx = NULL,
+    .open = px_open,
+    .close = px_close,
+    .pwrite = px_pwrite,
+    .pread = px_pread,
+    .fdatasync = px_fdatasync,
+    .fsync = px_fsync,
+    .rename = px_rename,
+    .fsync_dir = px_fsync_dir,
+    .unlink = px_unlink,
+    .fallocate = px_fallocate,
+    .ftruncate = px_ftruncate,
+};
+
+ssize_t
+vt_file_pwrite_all(const struct vt_file_ops *ops, int fd, const void *buf, size_t len,
+                   uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = ops->pwrite(ops->ctx, fd, (const char *)buf + done, len - done, off + done);
+        if (n == -EINTR)
+            continue;
+        if (n < 0)
+            return n;
+        if (n == 0)
+            return -EIO;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t
+vt_file_pread_all(const struct vt_file_ops *ops, int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = ops->pread(ops->ctx, fd, (char *)buf + done, len - done, off + done);
+        if (n == -EINTR)
+            continue;
+        if (n < 0)
+            return n;
+        if (n == 0)
+            break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}

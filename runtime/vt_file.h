@@ -1,0 +1,39 @@
+/* The file seam: every file operation vtop performs goes through a
+ * struct vt_file_ops, so tests can inject EIO, ENOSPC, short/torn writes and
+ * crashes. The posix implementation blocks; call it only from an I/O thread
+ * (vt_io_submit) or from tools that own their thread (vtopctl). */
+#ifndef VT_FILE_H
+#define VT_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Every function returns >= 0 on success or a negative errno. */
+struct vt_file_ops {
+    void *ctx;
+    int (*open)(void *ctx, const char *path, int flags, unsigned mode);
+    int (*close)(void *ctx, int fd);
+    /* One pwrite/pread syscall; may be short. */
+    ssize_t (*pwrite)(void *ctx, int fd, const void *buf, size_t len, uint64_t off);
+    ssize_t (*pread)(void *ctx, int fd, void *buf, size_t len, uint64_t off);
+    int (*fdatasync)(void *ctx, int fd);
+    int (*fsync)(void *ctx, int fd);
+    int (*rename)(void *ctx, const char *from, const char *to);
+    int (*fsync_dir)(void *ctx, const char *dir);
+    int (*unlink)(void *ctx, const char *path);
+    int (*fallocate)(void *ctx, int fd, uint64_t off, uint64_t len);
+    int (*ftruncate)(void *ctx, int fd, uint64_t len);
+};
+
+extern const struct vt_file_ops vt_file_posix;
+
+/* Loops over short writes / EINTR. Returns len or -errno (-EIO if a write
+ * makes no progress). */
+ssize_t vt_file_pwrite_all(const struct vt_file_ops *ops, int fd, const void *buf, size_t len,
+                           uint64_t off);
+/* Loops over short reads; returns bytes read (< len only at EOF) or -errno. */
+ssize_t vt_file_pread_all(const struct vt_file_ops *ops, int fd, void *buf, size_t len,
+                          uint64_t off);
+
+#endif
