@@ -124,7 +124,10 @@ json_escape(char *out, size_t cap, const char *s)
     return n;
 }
 
-/* Formats one complete line (with '\n') into `out`. */
+/* Formats one complete line (with '\n') into `out`. Long lines are cut to
+ * fit a ring slot on purpose, hence the truncation warning is off here. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
 static void
 format_line(char *out, size_t cap, enum vt_diag_level level, const char *file, int line,
             const char *msg)
@@ -151,6 +154,7 @@ format_line(char *out, size_t cap, enum vt_diag_level level, const char *file, i
     if (n > 0 && out[n - 1] != '\n') /* truncated: keep one line per record */
         out[n - 1] = '\n';
 }
+#pragma GCC diagnostic pop
 
 static void
 write_all(int fd, const char *p, size_t n)
