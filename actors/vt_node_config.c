@@ -27,6 +27,7 @@ static const struct vt_cfg_field runtime_fields[] = {
     VT_CFG_U32_F(RT, ring_slots, "ring_slots", false, 8, 1u << 20),
     VT_CFG_U32_F(RT, io_ring_slots, "io_ring_slots", false, 4, 1u << 16),
     VT_CFG_DURATION_F(RT, stall_threshold_ms, "stall_threshold", false, 1, 60000),
+    VT_CFG_U32_F(RT, idle_poll_us, "idle_poll_us", false, 0, 1000000),
 };
 #undef RT
 static const struct vt_cfg_schema runtime_schema = {

@@ -14,6 +14,7 @@ struct vt_node_runtime_config {
     uint32_t ring_slots;
     uint32_t io_ring_slots;
     uint64_t stall_threshold_ms;
+    uint32_t idle_poll_us;       /* poll this long after work before sleeping */
 };
 
 struct vt_node_observability {

@@ -108,6 +108,7 @@ node_start(struct node *nd)
     rc.ring_slots = nd->cfg.runtime.ring_slots;
     rc.io_ring_slots = nd->cfg.runtime.io_ring_slots;
     rc.stall_threshold_ms = (unsigned)nd->cfg.runtime.stall_threshold_ms;
+    rc.idle_poll_us = nd->cfg.runtime.idle_poll_us;
     nd->rt = vt_runtime_new(&rc, err, sizeof(err));
     if (nd->rt == NULL) {
         VT_ERROR("%s", err);

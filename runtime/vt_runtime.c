@@ -361,10 +361,11 @@ dispatch_events(struct vt_core *c)
     c->ev_idx = c->ev_n = 0;
 }
 
-static void
+static uint64_t
 note_turn(struct vt_core *c, uint64_t start_ns)
 {
-    uint64_t busy_us = (vt_clock_mono_ns() - start_ns) / 1000;
+    uint64_t end_ns = vt_clock_mono_ns();
+    uint64_t busy_us = (end_ns - start_ns) / 1000;
     if (busy_us > atomic_load_explicit(&c->stats.max_turn_us, memory_order_relaxed))
         atomic_store_explicit(&c->stats.max_turn_us, busy_us, memory_order_relaxed);
     if (busy_us > (uint64_t)c->rt->cfg.stall_threshold_ms * 1000) {
@@ -372,13 +373,15 @@ note_turn(struct vt_core *c, uint64_t start_ns)
         VT_WARN_RL(10000, "reactor stall: one loop turn took %llu us (threshold %u ms)",
                    (unsigned long long)busy_us, c->rt->cfg.stall_threshold_ms);
     }
+    return end_ns;
 }
 
-/* Runs one turn of work that is already available. */
-static void
+/* Runs one turn of work that is already available; true if there was any. */
+static bool
 run_ready_work(struct vt_core *c)
 {
     const struct vt_runtime_config *cfg = &c->rt->cfg;
+    bool had_events = c->ev_n > 0;
     c->more_work = false;
     dispatch_events(c);
     c->now_ms = vt_clock_mono_ms();
@@ -395,14 +398,18 @@ run_ready_work(struct vt_core *c)
     unsigned done = vt_io__drain(c, cfg->max_msgs_per_turn);
     if (done)
         VT_STAT_INC(c, io_completed, done);
-    drain_external(c, cfg->max_msgs_per_turn);
+    unsigned ext = drain_external(c, cfg->max_msgs_per_turn);
     flush_wakes(c);
+    return had_events || fired || got || done || ext;
 }
 
 static int
-turn_timeout_ms(struct vt_core *c)
+turn_timeout_ms(struct vt_core *c, uint64_t now_ns)
 {
     if (c->more_work)
+        return 0;
+    if (c->rt->cfg.idle_poll_us &&
+        now_ns - c->last_work_ns < (uint64_t)c->rt->cfg.idle_poll_us * 1000)
         return 0;
     int64_t t = vt_timer_wheel_next_ms(&c->wheel, vt_clock_mono_ms());
     if (t > 1000)
@@ -424,10 +431,12 @@ core_loop(struct vt_core *c)
     while (!atomic_load_explicit(&c->rt->stop, memory_order_relaxed)) {
         uint64_t start_ns = vt_clock_mono_ns();
         c->now_ms = start_ns / 1000000ull;
-        run_ready_work(c);
+        bool worked = run_ready_work(c);
         VT_STAT_INC(c, loop_turns, 1);
-        note_turn(c, start_ns);
-        int timeout = turn_timeout_ms(c);
+        uint64_t end_ns = note_turn(c, start_ns);
+        if (worked)
+            c->last_work_ns = end_ns;
+        int timeout = turn_timeout_ms(c, end_ns);
         int n = epoll_wait(c->epfd, c->events, (int)c->rt->cfg.max_events_per_turn, timeout);
         atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
         c->ev_n = n > 0 ? n : 0;
@@ -500,6 +509,7 @@ vt_runtime_config_defaults(struct vt_runtime_config *cfg)
         .max_msgs_per_turn = 256,
         .max_events_per_turn = 64,
         .stall_threshold_ms = 50,
+        .idle_poll_us = 0,
         .file_ops = NULL,
     };
 }
@@ -528,6 +538,8 @@ check_config(const struct vt_runtime_config *cfg, char *err, size_t err_len)
         bad = "max_events_per_turn must be in [1, 1024]";
     else if (cfg->stall_threshold_ms == 0)
         bad = "stall_threshold_ms must be > 0";
+    else if (cfg->idle_poll_us > 1000000)
+        bad = "idle_poll_us must be <= 1000000";
     if (bad) {
         snprintf(err, err_len, "runtime config: %s", bad);
         return -EINVAL;

@@ -164,11 +164,14 @@ struct vt_runtime_config {
     unsigned max_msgs_per_turn;    /* per inbound ring, per loop turn */
     unsigned max_events_per_turn;  /* epoll events per loop turn */
     unsigned stall_threshold_ms;   /* a loop turn longer than this is a stall */
+    unsigned idle_poll_us;         /* keep polling this long after the last work before
+                                    * sleeping in epoll (0 = sleep at once): trades a busy
+                                    * core for wake-up latency */
     const struct vt_file_ops *file_ops; /* NULL = vt_file_posix */
 };
 
 /* Fills defaults: cores 0, pin true, rings 1024, io 256, external 256,
- * 256 msgs/turn, 64 events/turn, stall 50 ms. */
+ * 256 msgs/turn, 64 events/turn, stall 50 ms, idle poll 0. */
 void vt_runtime_config_defaults(struct vt_runtime_config *cfg);
 
 /* Allocates everything (rings, epoll, eventfds, metrics registry). No threads

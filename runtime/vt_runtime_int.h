@@ -62,6 +62,7 @@ struct vt_core {
     bool *wake_marked;                /* [cores] */
     unsigned wake_n;
     bool more_work;                   /* a drain hit its per-turn bound */
+    uint64_t last_work_ns;            /* end of the last turn that did anything */
     struct vt_timer_wheel wheel;
     struct vt_watch wake_watch;
     struct epoll_event *events;
