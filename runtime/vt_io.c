@@ -149,7 +149,7 @@ vt_io__start(struct vt_core *c)
 static void
 io_wake(struct vt_io_thread *io)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    vt_rt__full_fence();
     if (atomic_load_explicit(&io->sleeping, memory_order_relaxed)) {
         uint64_t one = 1;
         ssize_t n = write(io->wake_fd, &one, sizeof(one));

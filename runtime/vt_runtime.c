@@ -84,7 +84,7 @@ assert_on_core(const struct vt_core *c)
 void
 vt_runtime__wake(struct vt_core *c)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    vt_rt__full_fence();
     if (atomic_load_explicit(&c->sleeping, memory_order_relaxed) &&
         atomic_exchange(&c->sleeping, 0)) {
         uint64_t one = 1;
@@ -108,7 +108,7 @@ flush_wakes(struct vt_core *self)
 {
     if (self->wake_n == 0)
         return;
-    atomic_thread_fence(memory_order_seq_cst);
+    vt_rt__full_fence();
     for (unsigned i = 0; i < self->wake_n; i++) {
         unsigned to = self->wake_list[i];
         struct vt_core *t = self->rt->cores[to];

@@ -11,6 +11,7 @@
 
 #include "vt_runtime.h"
 #include "vt_timer_wheel.h"
+#include "vt_tsan.h"
 
 CK_RING_PROTOTYPE(vt_msg, vt_msg)
 
@@ -99,6 +100,20 @@ struct vt_runtime {
     atomic_store_explicit(&(c)->stats.f,                                                       \
                           atomic_load_explicit(&(c)->stats.f, memory_order_relaxed) + (n),     \
                           memory_order_relaxed)
+
+/* A full (StoreLoad) fence for the sleeping-flag handshake. TSan does not
+ * model standalone fences (and gcc warns), so TSan builds use an atomic RMW,
+ * which is a full fence on x86 as well. */
+static inline void
+vt_rt__full_fence(void)
+{
+#ifdef VT_TSAN
+    static _Atomic int fence_word;
+    atomic_fetch_add_explicit(&fence_word, 0, memory_order_seq_cst);
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
 
 /* Wakes `c` if it is (about to be) asleep in epoll_wait. Any thread. */
 void vt_runtime__wake(struct vt_core *c);
