@@ -55,7 +55,7 @@ mkdir_p(const char *path, char *err, size_t err_len)
         char saved = buf[i];
         buf[i] = '\0';
         if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, err_len, "data_dir: mkdir %s: %s", buf, strerror(errno));
+            snprintf(err, err_len, "data_dir: mkdir %.300s: %s", buf, strerror(errno));
             return -errno;
         }
         buf[i] = saved;
