@@ -1,0 +1,91 @@
+/* Shared storage-engine helpers: limits, topic names, errors, UUID text. */
+#include "vt_log_types.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vt_batch.h"
+
+void
+vt_log_limits_defaults(struct vt_log_limits *l)
+{
+    *l = (struct vt_log_limits){
+        .max_record_bytes = 16u << 20,
+        .max_batch_bytes = 32u << 20,
+        .max_segment_bytes = 256ull << 20,
+        .max_segment_records = 10000000ull,
+        .index_stride = 256,
+        .chunk_bytes = 1u << 20,
+    };
+}
+
+int
+vt_log_limits_check(const struct vt_log_limits *l, char *msg, size_t msg_len)
+{
+    const char *f = NULL;
+    if (l->max_record_bytes < 1 || l->max_record_bytes > (64u << 20))
+        f = "max_record_bytes must be in [1, 64 MiB]";
+    else if (l->max_batch_bytes < l->max_record_bytes + VT_BATCH_OVERHEAD_BYTES +
+                                      VT_BATCH_RECORD_OVERHEAD_BYTES ||
+             l->max_batch_bytes > VT_BATCH_ABSOLUTE_MAX_BYTES)
+        f = "max_batch_bytes must be in [max_record_bytes + 96, 256 MiB]";
+    else if (l->max_segment_bytes < l->max_batch_bytes || l->max_segment_bytes > (8ull << 30))
+        f = "max_segment_bytes must be in [max_batch_bytes, 8 GiB]";
+    else if (l->max_segment_records < 1 || l->max_segment_records > 10000000ull)
+        f = "max_segment_records must be in [1, 10000000]";
+    else if (l->index_stride == 0)
+        f = "index_stride must be > 0";
+    else if (l->chunk_bytes < (64u << 10) || l->chunk_bytes > (16u << 20) ||
+             (l->chunk_bytes & (l->chunk_bytes - 1)) != 0)
+        f = "chunk_bytes must be a power of two in [64 KiB, 16 MiB]";
+    if (f) {
+        snprintf(msg, msg_len, "%s", f);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+bool
+vt_topic_valid(const char *topic, size_t len)
+{
+    if (len < 1 || len > VT_TOPIC_MAX_BYTES)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = topic[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+int
+vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *fmt, ...)
+{
+    if (err == NULL)
+        return code;
+    err->code = code;
+    snprintf(err->path, sizeof(err->path), "%s", path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void
+vt_uuid_format(const uint8_t id[16], char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[id[i] >> 4];
+        out[o++] = hex[id[i] & 15];
+    }
+    out[o] = '\0';
+}

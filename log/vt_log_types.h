@@ -1,0 +1,54 @@
+/* Types shared by the storage engine (log/): range identity, limits, and the
+ * error record every log operation fills in. */
+#ifndef VT_LOG_TYPES_H
+#define VT_LOG_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VT_TOPIC_MAX_BYTES 249u
+
+/* Identity of a range on disk and on the wire. */
+struct vt_range_ident {
+    char topic[VT_TOPIC_MAX_BYTES + 1]; /* 1..249 of [A-Za-z0-9._-], NUL-terminated */
+    uint64_t topic_epoch;
+    uint8_t range_id[16];
+    uint64_t range_generation; /* lineage generation, root 0 */
+};
+
+/* Limits recorded in every segment header; the header's limits rule an
+ * existing range, config applies only when a range is created. */
+struct vt_log_limits {
+    uint32_t max_record_bytes;     /* key + value of one record; 1 .. 64 MiB */
+    uint32_t max_batch_bytes;      /* one encoded batch; >= record + overhead, <= 256 MiB */
+    uint64_t max_segment_bytes;    /* payload bytes per segment; >= batch, <= 8 GiB */
+    uint64_t max_segment_records;  /* 1 .. 10 M */
+    uint32_t index_stride;         /* records between sparse index entries, > 0 */
+    uint32_t chunk_bytes;          /* sealed content-root chunk, power of two 64 KiB..16 MiB */
+};
+
+/* Defaults: 16 MiB record, 32 MiB batch, 256 MiB segment, 10 M records,
+ * stride 256, 1 MiB chunks. */
+void vt_log_limits_defaults(struct vt_log_limits *l);
+/* 0 or -EINVAL with a message naming the field and the allowed range. */
+int vt_log_limits_check(const struct vt_log_limits *l, char *msg, size_t msg_len);
+
+/* 1..249 bytes of [A-Za-z0-9._-]. */
+bool vt_topic_valid(const char *topic, size_t len);
+
+/* What went wrong, for humans and for tests: which path and why. */
+struct vt_log_err {
+    int code;        /* negative errno, same as the return value */
+    char path[512];  /* file involved, "" if none */
+    char msg[512];
+};
+
+/* Fills `err` (printf-style message) and returns `code`. */
+int vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Formats a UUID as lowercase hyphenated text (37 bytes with NUL). */
+void vt_uuid_format(const uint8_t id[16], char out[37]);
+
+#endif

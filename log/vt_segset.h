@@ -1,0 +1,147 @@
+/* The segment set of one range: a sealed, immutable prefix plus one active
+ * tail, in one range directory (names and formats in vt_segfile.h).
+ *
+ * Every function here is blocking and goes through the file seam: it runs on
+ * the owning core's I/O thread (the range actor hands the segment set to its
+ * I/O thread one job at a time, so it is never touched by two threads at
+ * once) or in tools. Nothing here is ever called on a reactor.
+ *
+ * Positions: next_offset = written (not yet durable); committed = covered by
+ * the durable commit boundary. Recovery never exposes more than committed.
+ *
+ * Any write or sync error other than ENOSPC "poisons" the set: every later
+ * mutation fails with -EIO until it is reopened (the state on disk is then
+ * whatever recovery proves). ENOSPC is a clean refusal: nothing changes. */
+#ifndef VT_SEGSET_H
+#define VT_SEGSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vt_file.h"
+#include "vt_log_types.h"
+#include "vt_segfile.h"
+
+struct vt_segset;
+struct vt_producers;
+
+struct vt_segset_config {
+    struct vt_range_ident range;   /* must match an existing directory */
+    struct vt_log_limits limits;   /* applies when a range is created */
+    uint8_t node_id[16];           /* creation / sealing node */
+    uint64_t fencing_epoch;        /* creation / sealing epoch */
+    uint64_t prealloc_bytes;       /* fallocate step for the tail; 0 = 64 MiB */
+};
+
+/* Why the startup catalog refused a range directory. */
+enum vt_quarantine {
+    VT_Q_NONE = 0,
+    VT_Q_INVALID_ARTIFACT,        /* unknown name or undecodable file */
+    VT_Q_NON_REGULAR_ARTIFACT,    /* a directory, link, ... where a file belongs */
+    VT_Q_CONFLICTING_PRIMARY,     /* both .active and .segment for one base */
+    VT_Q_ORPHAN_SIDECARS,         /* sidecars with no primary file */
+    VT_Q_ACTIVE_WITHOUT_BOUNDARY, /* .active with no .commit */
+    VT_Q_SEALED_WITHOUT_MANIFEST, /* .segment with no .manifest.json */
+    VT_Q_DUPLICATE_SEGMENT_ID,
+    VT_Q_CONFLICTING_LINEAGE,     /* a header for another range/topic */
+    VT_Q_OVERLAPPING_OFFSETS,     /* segments overlap or leave a gap */
+    VT_Q_MULTIPLE_ACTIVE,
+    VT_Q_ACTIVE_NOT_LAST,         /* the tail is not the highest segment */
+    VT_Q_INVALID_INTENT,          /* an undecodable truncate/retention intent */
+    VT_Q_CORRUPT_BELOW_BOUNDARY,  /* a checksum failure in committed data */
+};
+const char *vt_quarantine_name(enum vt_quarantine q);
+
+struct vt_segset_recovery {
+    uint64_t truncated_bytes;   /* bytes cut beyond the commit boundary */
+    uint64_t recovered_records; /* records scanned in the tail */
+    uint64_t recovered_bytes;   /* committed bytes scanned in the tail */
+    uint32_t sealed_segments;
+    uint32_t temp_files_removed;
+    bool created;               /* the directory was empty: a fresh range */
+    bool finished_intent;       /* a truncate/retention intent was completed */
+    bool finished_roll;         /* a roll interrupted by a crash was completed */
+};
+
+/* Opens (and recovers) the range in `dir`, or creates it when the directory
+ * is empty or missing and `create` is set. On quarantine returns -EUCLEAN
+ * with err->path = the first offending path and err->msg listing every
+ * offending path and reason. `producers` (optional) receives the producer
+ * state rebuilt for the tail (caller owns it). */
+int vt_segset_open(const struct vt_file_ops *ops, const char *dir,
+                   const struct vt_segset_config *cfg, bool create, struct vt_segset **out,
+                   struct vt_producers **producers, struct vt_segset_recovery *rec,
+                   struct vt_log_err *err) VT_MUST_USE;
+void vt_segset_close(struct vt_segset *s);
+
+uint64_t vt_segset_start_offset(const struct vt_segset *s); /* first retained offset */
+uint64_t vt_segset_next_offset(const struct vt_segset *s);  /* after the last written */
+uint64_t vt_segset_committed(const struct vt_segset *s);    /* after the last durable */
+uint64_t vt_segset_tail_base(const struct vt_segset *s);
+uint32_t vt_segset_segment_count(const struct vt_segset *s);
+uint64_t vt_segset_total_bytes(const struct vt_segset *s);  /* all segment files */
+bool vt_segset_poisoned(const struct vt_segset *s);
+const struct vt_log_limits *vt_segset_limits(const struct vt_segset *s);
+const struct vt_range_ident *vt_segset_range(const struct vt_segset *s);
+
+/* Would a batch of `len` bytes with `records` records fit in the tail?
+ * False means: roll first (vt_segset_roll). An empty tail always fits a
+ * batch that is within the limits. */
+bool vt_segset_fits(const struct vt_segset *s, size_t len, uint32_t records);
+
+/* Writes validated batches back to back at the tail (one pwrite per call).
+ * The first batch's base offset must equal next_offset and offsets must be
+ * contiguous (checked). Not durable until vt_segset_commit.
+ * -EFBIG: does not fit the tail (roll first); -EINVAL: a batch is malformed
+ * or out of order (nothing written); -ENOSPC: clean refusal; -EIO: poisoned. */
+int vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
+                     struct vt_log_err *err) VT_MUST_USE;
+
+/* Makes everything written durable: fdatasync the tail, then write the
+ * commit boundary (other slot) and fdatasync it. No-op if nothing new. */
+int vt_segset_commit(struct vt_segset *s, struct vt_log_err *err) VT_MUST_USE;
+
+/* Seals the (fully committed, non-empty) tail and starts a successor at
+ * next_offset whose inherited producer frontier is `producers_snapshot`
+ * (vt_producers_snapshot_encode of the state at next_offset). */
+int vt_segset_roll(struct vt_segset *s, const uint8_t *producers_snapshot, size_t snapshot_len,
+                   struct vt_log_err *err) VT_MUST_USE;
+
+/* Cuts the log so that `offset` becomes next_offset. `offset` must be the
+ * start of a batch (or next_offset) and at least the start offset. Inside the
+ * tail: boundary first, then the file. Below the tail: only at a sealed
+ * segment's base, under a durable truncate intent (a crash at any step either
+ * completes at the next open or never started). The caller rebuilds its
+ * producer state with vt_segset_load_producers afterwards. */
+int vt_segset_truncate(struct vt_segset *s, uint64_t offset, struct vt_log_err *err) VT_MUST_USE;
+
+/* Producer state for the tail as of next_offset: the tail's inherited
+ * snapshot plus a replay of its batches. */
+int vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
+                             struct vt_log_err *err) VT_MUST_USE;
+
+/* Retention: removes whole sealed segments from the front while the range
+ * holds more than max_total_bytes (0 = no byte bound) or the segment's
+ * newest record is older than now_ms - max_age_ms (0 = no age bound), and
+ * only segments entirely below `committed_floor`. Under a durable retention
+ * intent. *removed = segments removed. */
+int vt_segset_retain(struct vt_segset *s, uint64_t max_total_bytes, uint64_t max_age_ms,
+                     int64_t now_ms, uint64_t committed_floor, uint32_t *removed,
+                     struct vt_log_err *err) VT_MUST_USE;
+
+/* Reads whole batches starting with the one containing `offset`, none
+ * reaching `max_offset` (the HWM), at most `cap` bytes (but always one batch
+ * if any qualifies and it fits `cap`). *len = bytes copied (0 = nothing at or
+ * above offset below max_offset), *next = offset after the last batch copied.
+ * -ERANGE if offset is below the start offset. -ENOBUFS if the first batch
+ * alone exceeds cap. */
+int vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_t *buf,
+                   size_t cap, size_t *len, uint64_t *next, struct vt_log_err *err) VT_MUST_USE;
+
+/* Base offset of the batch containing `offset` (for callers that must cut
+ * at batch boundaries). -ERANGE if offset is outside [start, next). */
+int vt_segset_batch_start(struct vt_segset *s, uint64_t offset, uint64_t *base,
+                          struct vt_log_err *err) VT_MUST_USE;
+
+#endif

@@ -1,0 +1,88 @@
+/* Private layout of struct vt_segset, shared by vt_segset*.c only. */
+#ifndef VT_SEGSET_INT_H
+#define VT_SEGSET_INT_H
+
+#include <limits.h>
+
+#include "vt_batch.h"
+#include "vt_segset.h"
+
+/* One segment of the set. owner: the segment set (its I/O thread). */
+struct vt_seg {
+    uint64_t base, next;   /* offsets [base, next) */
+    uint64_t end;          /* bytes of header + batches (sealed: file length) */
+    uint8_t id[16];
+    bool sealed;
+    int fd;                /* -1 until opened (sealed segments open lazily) */
+    struct vt_index_entry *idx;
+    uint32_t n_idx, cap_idx;
+    bool idx_loaded;
+    uint64_t idx_next_at;  /* next offset that earns an index entry (tail) */
+    int64_t max_ts;        /* newest record timestamp; INT64_MIN = not known yet */
+};
+
+struct vt_segset {
+    const struct vt_file_ops *ops;
+    char dir[PATH_MAX];
+    struct vt_segset_config cfg;
+    struct vt_log_limits limits; /* from the tail's header */
+    struct vt_seg *segs;         /* ascending base; the last one is the tail */
+    uint32_t n, cap;
+    /* tail */
+    struct vt_seg_header tail_hdr;
+    uint64_t written_end, written_next;
+    uint64_t committed_end, committed_next;
+    uint64_t commit_seq;
+    unsigned commit_slot;        /* slot holding commit_seq */
+    int commit_fd;
+    uint64_t prealloc_end;
+    bool poisoned;
+    uint8_t *scratch;            /* recovery/seal read buffer */
+    size_t scratch_cap;
+};
+
+#define VT_SEGSET_SCAN_CHUNK (1u << 20)
+
+static inline struct vt_seg *
+vt_segset__tail(struct vt_segset *s)
+{
+    return &s->segs[s->n - 1];
+}
+
+/* Path of "range-{base}.{ext}" in the set's directory. */
+int vt_segset__path(const struct vt_segset *s, uint64_t base, const char *ext, char *out,
+                    size_t cap);
+int vt_segset__poison(struct vt_segset *s, struct vt_log_err *err, int code, const char *path,
+                      const char *what);
+/* Grows the scratch buffer to at least `n` bytes. */
+int vt_segset__scratch(struct vt_segset *s, size_t n);
+/* Appends one entry to a segment's in-memory index. */
+int vt_segset__index_push(struct vt_seg *g, const struct vt_index_entry *e);
+/* Index maintenance for a batch at [base, base+count) written at `pos`. */
+int vt_segset__index_add(struct vt_seg *g, uint32_t stride, uint64_t base, uint32_t count,
+                         uint64_t pos);
+/* Scans batches of segment `g` from `pos` to `end` (fd must be open),
+ * validating each; calls `fn` per batch. -EBADMSG with err on damage. */
+typedef int vt_segset_scan_fn(void *arg, const uint8_t *batch, const struct vt_batch_hdr *h,
+                              uint64_t pos);
+int vt_segset__scan(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_t pos,
+                    uint64_t end, uint64_t expect_base, vt_segset_scan_fn *fn, void *arg,
+                    struct vt_log_err *err);
+/* Creates a fresh tail at `base` (commit boundary first, then the file) and
+ * makes it the in-memory tail. */
+int vt_segset__create_tail(struct vt_segset *s, uint64_t base, struct vt_log_err *err);
+/* Only the files of a fresh tail. */
+int vt_segset__create_tail_files(struct vt_segset *s, uint64_t base, struct vt_seg_header *h,
+                                 struct vt_log_err *err);
+/* Appends an in-memory segment slot. -ENOMEM. */
+int vt_segset__add_seg(struct vt_segset *s, uint64_t base, bool sealed);
+/* Opens and recovers the last slot (an .active) as the tail. */
+int vt_segset__attach_tail(struct vt_segset *s, struct vt_producers **producers,
+                           struct vt_log_err *err);
+int vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err *err);
+/* Deletes every file of the stem at `base`. */
+int vt_segset__remove_stem(struct vt_segset *s, uint64_t base, struct vt_log_err *err);
+int vt_segset__finish_truncate_intent(struct vt_segset *s, struct vt_log_err *err);
+int vt_segset__finish_retention_intent(struct vt_segset *s, struct vt_log_err *err);
+
+#endif
