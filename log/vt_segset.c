@@ -181,6 +181,7 @@ vt_segset_close(struct vt_segset *s)
     }
     if (s->commit_fd >= 0)
         (void)s->ops->close(s->ops->ctx, s->commit_fd);
+    vt_producers_free(s->prod);
     free(s->segs);
     free(s->scratch);
     free(s);
@@ -214,6 +215,13 @@ uint32_t
 vt_segset_segment_count(const struct vt_segset *s)
 {
     return s->n;
+}
+
+uint64_t
+vt_segset_segment_base(const struct vt_segset *s, uint32_t i)
+{
+    VT_ASSERT(i < s->n);
+    return s->segs[i].base;
 }
 
 uint64_t

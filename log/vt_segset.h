@@ -64,11 +64,12 @@ struct vt_segset_recovery {
     bool finished_roll;         /* a roll interrupted by a crash was completed */
 };
 
-/* Opens (and recovers) the range in `dir`, or creates it when the directory
- * is empty or missing and `create` is set. On quarantine returns -EUCLEAN
- * with err->path = the first offending path and err->msg listing every
- * offending path and reason. `producers` (optional) receives the producer
- * state rebuilt for the tail (caller owns it). */
+/* Opens (and recovers) the range in `dir` (which must exist), or creates it
+ * when the directory is empty and `create` is set. On quarantine returns
+ * -EUCLEAN with err->path = the first offending path and err->msg listing
+ * every offending path and reason. The set keeps its own producer state (the
+ * frontier at next_offset, updated by every append, written at every roll);
+ * `producers` (optional) receives a copy for the caller's admission checks. */
 int vt_segset_open(const struct vt_file_ops *ops, const char *dir,
                    const struct vt_segset_config *cfg, bool create, struct vt_segset **out,
                    struct vt_producers **producers, struct vt_segset_recovery *rec,
@@ -80,6 +81,8 @@ uint64_t vt_segset_next_offset(const struct vt_segset *s);  /* after the last wr
 uint64_t vt_segset_committed(const struct vt_segset *s);    /* after the last durable */
 uint64_t vt_segset_tail_base(const struct vt_segset *s);
 uint32_t vt_segset_segment_count(const struct vt_segset *s);
+/* Base offset of segment i (0 = oldest; count - 1 = the tail). */
+uint64_t vt_segset_segment_base(const struct vt_segset *s, uint32_t i);
 uint64_t vt_segset_total_bytes(const struct vt_segset *s);  /* all segment files */
 bool vt_segset_poisoned(const struct vt_segset *s);
 const struct vt_log_limits *vt_segset_limits(const struct vt_segset *s);
@@ -103,21 +106,18 @@ int vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
 int vt_segset_commit(struct vt_segset *s, struct vt_log_err *err) VT_MUST_USE;
 
 /* Seals the (fully committed, non-empty) tail and starts a successor at
- * next_offset whose inherited producer frontier is `producers_snapshot`
- * (vt_producers_snapshot_encode of the state at next_offset). */
-int vt_segset_roll(struct vt_segset *s, const uint8_t *producers_snapshot, size_t snapshot_len,
-                   struct vt_log_err *err) VT_MUST_USE;
+ * next_offset that inherits the set's producer frontier. */
+int vt_segset_roll(struct vt_segset *s, struct vt_log_err *err) VT_MUST_USE;
 
 /* Cuts the log so that `offset` becomes next_offset. `offset` must be the
  * start of a batch (or next_offset) and at least the start offset. Inside the
  * tail: boundary first, then the file. Below the tail: only at a sealed
  * segment's base, under a durable truncate intent (a crash at any step either
- * completes at the next open or never started). The caller rebuilds its
- * producer state with vt_segset_load_producers afterwards. */
+ * completes at the next open or never started). The set rebuilds its own
+ * producer state; callers refresh theirs with vt_segset_load_producers. */
 int vt_segset_truncate(struct vt_segset *s, uint64_t offset, struct vt_log_err *err) VT_MUST_USE;
 
-/* Producer state for the tail as of next_offset: the tail's inherited
- * snapshot plus a replay of its batches. */
+/* A copy of the set's producer state (the frontier at next_offset). */
 int vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
                              struct vt_log_err *err) VT_MUST_USE;
 

@@ -37,6 +37,7 @@ struct vt_segset {
     int commit_fd;
     uint64_t prealloc_end;
     bool poisoned;
+    struct vt_producers *prod;   /* frontier at written_next */
     uint8_t *scratch;            /* recovery/seal read buffer */
     size_t scratch_cap;
 };
@@ -76,9 +77,10 @@ int vt_segset__create_tail_files(struct vt_segset *s, uint64_t base, struct vt_s
                                  struct vt_log_err *err);
 /* Appends an in-memory segment slot. -ENOMEM. */
 int vt_segset__add_seg(struct vt_segset *s, uint64_t base, bool sealed);
+/* Rebuilds s->prod: the tail's inherited frontier plus its batches. */
+int vt_segset__rebuild_producers(struct vt_segset *s, struct vt_log_err *err);
 /* Opens and recovers the last slot (an .active) as the tail. */
-int vt_segset__attach_tail(struct vt_segset *s, struct vt_producers **producers,
-                           struct vt_log_err *err);
+int vt_segset__attach_tail(struct vt_segset *s, struct vt_log_err *err);
 int vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err *err);
 /* Deletes every file of the stem at `base`. */
 int vt_segset__remove_stem(struct vt_segset *s, uint64_t base, struct vt_log_err *err);

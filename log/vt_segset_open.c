@@ -156,7 +156,8 @@ stem_name(uint64_t base, const char *ext, char *out, size_t cap)
 static void
 check_bundles(struct catalog *c)
 {
-    qsort(c->b, c->nb, sizeof(*c->b), cmp_bundle);
+    if (c->nb > 1)
+        qsort(c->b, c->nb, sizeof(*c->b), cmp_bundle);
     char name[96];
     uint32_t actives = 0;
     for (uint32_t i = 0; i < c->nb; i++) {
@@ -373,8 +374,7 @@ load_inherited_producers(struct vt_segset *s, uint64_t base, struct vt_producers
 }
 
 int
-vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
-                         struct vt_log_err *err)
+vt_segset__rebuild_producers(struct vt_segset *s, struct vt_log_err *err)
 {
     struct vt_seg *g = vt_segset__tail(s);
     char path[PATH_MAX];
@@ -384,7 +384,7 @@ vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
     int rc = load_inherited_producers(s, g->base, &p, err);
     if (rc != 0)
         return rc;
-    struct vt_seg scratch_seg = *g; /* index rebuilt into a throwaway copy */
+    struct vt_seg scratch_seg = *g; /* the index is rebuilt into a throwaway copy */
     scratch_seg.idx = NULL;
     scratch_seg.n_idx = scratch_seg.cap_idx = 0;
     struct replay_ctx r = {.s = s, .g = &scratch_seg, .p = p, .path = path, .err = err};
@@ -395,8 +395,17 @@ vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
         vt_producers_free(p);
         return rc;
     }
-    *out = p;
+    vt_producers_free(s->prod);
+    s->prod = p;
     return 0;
+}
+
+int
+vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
+                         struct vt_log_err *err)
+{
+    *out = vt_producers_clone(s->prod);
+    return *out ? 0 : vt_log_err_set(err, -ENOMEM, s->dir, "out of memory");
 }
 
 static int
@@ -472,21 +481,19 @@ cut_uncommitted(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_
     return 0;
 }
 
-static int recover_tail(struct vt_segset *s, struct vt_producers **producers,
-                        struct vt_segset_recovery *rec, struct vt_log_err *err);
+static int recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec,
+                        struct vt_log_err *err);
 
 int
-vt_segset__attach_tail(struct vt_segset *s, struct vt_producers **producers,
-                       struct vt_log_err *err)
+vt_segset__attach_tail(struct vt_segset *s, struct vt_log_err *err)
 {
     struct vt_segset_recovery rec;
     memset(&rec, 0, sizeof(rec));
-    return recover_tail(s, producers, &rec, err);
+    return recover_tail(s, &rec, err);
 }
 
 static int
-recover_tail(struct vt_segset *s, struct vt_producers **producers,
-             struct vt_segset_recovery *rec, struct vt_log_err *err)
+recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec, struct vt_log_err *err)
 {
     struct vt_seg *g = vt_segset__tail(s);
     char path[PATH_MAX];
@@ -527,10 +534,8 @@ recover_tail(struct vt_segset *s, struct vt_producers **producers,
     g->idx_loaded = true;
     rec->recovered_records = r.records;
     rec->recovered_bytes = s->committed_end - VT_SEG_HEADER_BYTES;
-    if (producers)
-        *producers = p;
-    else
-        vt_producers_free(p);
+    vt_producers_free(s->prod);
+    s->prod = p;
     return 0;
 }
 
@@ -701,11 +706,11 @@ open_existing(struct vt_segset *s, bool create, struct vt_producers **producers,
     if (rc == 0)
         rc = load_segments(s, &c, &has_active, err);
     if (rc == 0 && has_active) {
-        rc = recover_tail(s, producers, rec, err);
+        rc = recover_tail(s, rec, err);
     } else if (rc == 0 && s->n > 0) {
         rc = finish_roll(s, &c, rec, err);
-        if (rc == 0 && producers)
-            rc = vt_segset_load_producers(s, producers, err);
+        if (rc == 0)
+            rc = vt_segset__rebuild_producers(s, err);
     } else if (rc == 0) {
         bool has_any = c.nb > 0;
         if (has_any)
@@ -717,10 +722,13 @@ open_existing(struct vt_segset *s, bool create, struct vt_producers **producers,
             s->limits = s->cfg.limits;
             rec->created = true;
             rc = vt_segset__create_tail(s, 0, err);
-            if (rc == 0 && producers)
-                *producers = vt_producers_new(NULL);
+            s->prod = rc == 0 ? vt_producers_new(NULL) : NULL;
+            if (rc == 0 && s->prod == NULL)
+                rc = vt_log_err_set(err, -ENOMEM, s->dir, "out of memory");
         }
     }
+    if (rc == 0 && producers)
+        rc = vt_segset_load_producers(s, producers, err);
     rec->sealed_segments = s->n > 0 ? s->n - 1 : 0;
     catalog_free(&c);
     return rc;

@@ -115,6 +115,14 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
         return vt_segset__poison(s, err, (int)w, s->dir, "write batches");
     if (index_batches(s, g, batches, len, s->written_end) != 0)
         return vt_segset__poison(s, err, -ENOMEM, s->dir, "index");
+    for (size_t pos = 0; pos < len;) {
+        struct vt_batch_hdr h;
+        const char *why = NULL;
+        VT_ASSERT(vt_batch_decode_header(batches + pos, len - pos, UINT32_MAX, &h, &why) == 0);
+        if (vt_producers_replay(s->prod, &h, vt_batch_content_crc(batches + pos), &why) != 0)
+            return vt_segset__poison(s, err, -EINVAL, s->dir, why);
+        pos += h.batch_len;
+    }
     s->written_end += len;
     s->written_next += records;
     g->next = s->written_next;
@@ -160,8 +168,7 @@ vt_segset_commit(struct vt_segset *s, struct vt_log_err *err)
 /* ---- roll --------------------------------------------------------------- */
 
 int
-vt_segset_roll(struct vt_segset *s, const uint8_t *snapshot, size_t snapshot_len,
-               struct vt_log_err *err)
+vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
 {
     if (s->poisoned)
         return vt_log_err_set(err, -EIO, s->dir, "segment set poisoned by an earlier error");
@@ -181,7 +188,13 @@ vt_segset_roll(struct vt_segset *s, const uint8_t *snapshot, size_t snapshot_len
     char stem[64], name[96];
     vt_seg_stem(s->committed_next, stem);
     snprintf(name, sizeof(name), "%s.producers", stem);
-    rc = vt_fs_write_atomic(s->ops, s->dir, name, snapshot, snapshot_len, err);
+    size_t snapshot_len = vt_producers_snapshot_size(s->prod);
+    uint8_t *snapshot = malloc(snapshot_len ? snapshot_len : 1);
+    if (snapshot == NULL || vt_producers_snapshot_encode(s->prod, snapshot, snapshot_len) < 0)
+        rc = vt_log_err_set(err, -ENOMEM, s->dir, "encode producer frontier");
+    if (rc == 0)
+        rc = vt_fs_write_atomic(s->ops, s->dir, name, snapshot, snapshot_len, err);
+    free(snapshot);
     if (rc == 0)
         rc = vt_segset__create_tail(s, s->committed_next, err);
     if (rc != 0)
@@ -256,7 +269,8 @@ truncate_in_tail(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
     uint32_t stride = s->limits.index_stride;
     g->idx_next_at = offset == g->base ? g->base
                                        : g->base + ((offset - 1 - g->base) / stride + 1) * stride;
-    return 0;
+    rc = vt_segset__rebuild_producers(s, err);
+    return rc ? vt_segset__poison(s, err, rc, err->path, "rebuild producer state") : 0;
 }
 
 static void
@@ -422,7 +436,7 @@ truncate_across(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
     if (rc == 0)
         rc = vt_segset__add_seg(s, offset, false) ? -ENOMEM : 0;
     if (rc == 0)
-        rc = vt_segset__attach_tail(s, NULL, err);
+        rc = vt_segset__attach_tail(s, err);
     return rc ? vt_segset__poison(s, err, rc, err->path, "finish truncation") : 0;
 }
 
