@@ -1,0 +1,263 @@
+/* Range log on a live reactor: group commit, acks only after durability and
+ * in order, idempotent retries, backpressure, async reads, close/reopen. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+
+#include "vt_logtest.h"
+#include "vt_rlog.h"
+#include "vt_testutil.h"
+
+#define N_BATCHES 2000u
+#define PID 0x5a
+
+struct rt_test {
+    char *dir;
+    struct vt_rlog_config cfg;
+    struct vt_rlog *l;
+    struct vt_timer pump;
+    uint32_t sent;
+    uint32_t acked;
+    uint64_t last_acked_base;
+    bool order_ok, durable_ok;
+    int dup_rc, gap_rc;
+    uint64_t dup_base;
+    int read_rc;
+    size_t read_len;
+    uint64_t read_next;
+    bool read_ok;
+    struct vt_rlog_stats stats;
+    uint64_t reopened_committed;
+    _Atomic int done;
+};
+static struct rt_test T;
+
+static uint8_t *
+batch_for(uint32_t i, size_t *len)
+{
+    return vt_lt_batch(0, 5, 200, PID, 1, (uint64_t)i * 5, len);
+}
+
+static void on_closed(void *arg);
+
+static void
+on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next, void *arg)
+{
+    (void)l;
+    (void)arg;
+    T.read_rc = rc;
+    T.read_len = len;
+    T.read_next = next;
+    T.read_ok = true;
+    for (size_t pos = 0; pos < len && T.read_ok;) {
+        struct vt_batch_hdr h;
+        const char *why;
+        T.read_ok = vt_batch_validate(buf + pos, len - pos, 1 << 30, 1 << 30, &h, &why) == 0 &&
+                    h.base_offset == 100 + (pos / h.batch_len) * 5 && h.leader_epoch == 9;
+        pos += h.batch_len;
+    }
+    vt_rlog_stats(T.l, &T.stats);
+    vt_rlog_close(T.l, on_closed, NULL);
+}
+
+static void
+on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
+{
+    (void)arg;
+    if (rc != 0)
+        T.durable_ok = false;
+    if (vt_rlog_committed(l) < base + 5)
+        T.durable_ok = false; /* acked before a commit covered it */
+    if (T.acked > 0 && base <= T.last_acked_base)
+        T.order_ok = false;
+    T.last_acked_base = base;
+    if (++T.acked == N_BATCHES) {
+        /* a retry of a recent batch returns its original offset (older ones
+         * fall out of the 1024-batch window); a gap is refused */
+        size_t len;
+        uint8_t *b = batch_for(1500, &len);
+        T.dup_rc = vt_rlog_append(l, b, len, 9, on_durable, NULL, &T.dup_base);
+        free(b);
+        b = vt_lt_batch(0, 5, 200, PID, 1, (uint64_t)N_BATCHES * 5 + 50, &len);
+        uint64_t ignored;
+        T.gap_rc = vt_rlog_append(l, b, len, 9, on_durable, NULL, &ignored);
+        free(b);
+        int rc2 = vt_rlog_read(l, 100, 130, 1 << 20, on_read, NULL);
+        assert_int_equal(rc2, 0);
+    }
+}
+
+static void
+pump(struct vt_core *c, struct vt_timer *t)
+{
+    for (int burst = 0; burst < 64 && T.sent < N_BATCHES; burst++) {
+        size_t len;
+        uint8_t *b = batch_for(T.sent, &len);
+        uint64_t base;
+        int rc = vt_rlog_append(T.l, b, len, 9, on_durable, NULL, &base);
+        free(b);
+        if (rc == -EAGAIN)
+            break; /* backpressure: try again next turn */
+        assert_int_equal(rc, VT_RLOG_APPENDED);
+        assert_int_equal(base, (uint64_t)T.sent * 5);
+        T.sent++;
+    }
+    if (T.sent < N_BATCHES)
+        vt_timer_arm(c, t, 1);
+}
+
+static void
+on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
+        const struct vt_segset_recovery *rec, void *arg)
+{
+    (void)rec;
+    (void)arg;
+    if (rc != 0)
+        fail_msg("open: %s", err->msg);
+    T.l = l;
+    vt_timer_init(&T.pump, pump, NULL);
+    vt_timer_arm(vt_core_self(), &T.pump, 0);
+}
+
+static void
+on_closed(void *arg)
+{
+    (void)arg;
+    atomic_store(&T.done, 1);
+}
+
+static void
+start(struct vt_core *c, void *arg)
+{
+    (void)arg;
+    struct vt_rlog *l;
+    assert_int_equal(vt_rlog_open(c, &T.cfg, on_open, NULL, &l), 0);
+}
+
+static void
+on_reopen(struct vt_rlog *l, int rc, const struct vt_log_err *err,
+          const struct vt_segset_recovery *rec, void *arg)
+{
+    (void)rec;
+    (void)arg;
+    if (rc != 0)
+        fail_msg("reopen: %s", err->msg);
+    T.reopened_committed = vt_rlog_committed(l);
+    T.l = l;
+    /* the producer table survived recovery: a recent batch is a duplicate */
+    size_t len;
+    uint8_t *b = batch_for(N_BATCHES - 1, &len);
+    uint64_t base = 99;
+    T.dup_rc = vt_rlog_append(l, b, len, 9, on_durable, NULL, &base);
+    T.dup_base = base;
+    free(b);
+    vt_rlog_close(l, on_closed, NULL);
+}
+
+static void
+restart(struct vt_core *c, void *arg)
+{
+    (void)arg;
+    struct vt_rlog *l;
+    assert_int_equal(vt_rlog_open(c, &T.cfg, on_reopen, NULL, &l), 0);
+}
+
+static void
+test_rlog_group_commit_acks_in_order_after_durability(void **state)
+{
+    (void)state;
+    memset(&T, 0, sizeof(T));
+    T.order_ok = T.durable_ok = true;
+    T.dir = vt_lt_tmpdir();
+    snprintf(T.cfg.dir, sizeof(T.cfg.dir), "%s", T.dir);
+    vt_lt_config(&T.cfg.set);
+    T.cfg.set.limits.max_batch_bytes = 64 << 10;
+    T.cfg.set.limits.max_record_bytes = 32 << 10;
+    T.cfg.set.limits.max_segment_bytes = 256 << 10; /* a few rolls on the way */
+    T.cfg.set.limits.chunk_bytes = 64 << 10;
+    T.cfg.create = true;
+    T.cfg.max_pending_bytes = 128 << 10; /* small: exercises backpressure */
+    struct vt_runtime *rt = vt_test_runtime(1, 0);
+    assert_int_equal(vt_runtime_start(rt, start, NULL), 0);
+    assert_true(vt_test_wait_flag(&T.done, 60000));
+    vt_test_runtime_finish(rt);
+    assert_int_equal(T.acked, N_BATCHES);
+    assert_true(T.order_ok);
+    assert_true(T.durable_ok);
+    assert_int_equal(T.dup_rc, VT_RLOG_DUPLICATE);
+    assert_int_equal(T.dup_base, 7500);
+    assert_int_equal(T.gap_rc, VT_SEQ_GAP);
+    assert_int_equal(T.read_rc, 0);
+    assert_true(T.read_ok);
+    assert_int_equal(T.read_next, 130);
+    assert_true(T.stats.commits < N_BATCHES); /* appends were grouped */
+    assert_true(T.stats.rolls >= 2);
+    fprintf(stderr, "commits %llu for %u batches, rolls %llu\n",
+            (unsigned long long)T.stats.commits, N_BATCHES, (unsigned long long)T.stats.rolls);
+
+    atomic_store(&T.done, 0);
+    rt = vt_test_runtime(1, 0);
+    assert_int_equal(vt_runtime_start(rt, restart, NULL), 0);
+    assert_true(vt_test_wait_flag(&T.done, 60000));
+    vt_test_runtime_finish(rt);
+    assert_int_equal(T.reopened_committed, (uint64_t)N_BATCHES * 5);
+    assert_int_equal(T.dup_rc, VT_RLOG_DUPLICATE);
+    assert_int_equal(T.dup_base, (uint64_t)(N_BATCHES - 1) * 5);
+    vt_lt_rmdir(T.dir);
+}
+
+static void
+on_open_fail(struct vt_rlog *l, int rc, const struct vt_log_err *err,
+             const struct vt_segset_recovery *rec, void *arg)
+{
+    (void)rec;
+    (void)arg;
+    assert_null(l);
+    T.read_rc = rc;
+    assert_non_null(strstr(err->msg, "InvalidArtifact"));
+    atomic_store(&T.done, 1);
+}
+
+static void
+start_fail(struct vt_core *c, void *arg)
+{
+    (void)arg;
+    struct vt_rlog *l;
+    assert_int_equal(vt_rlog_open(c, &T.cfg, on_open_fail, NULL, &l), 0);
+}
+
+static void
+test_rlog_open_failure_reports_quarantine(void **state)
+{
+    (void)state;
+    memset(&T, 0, sizeof(T));
+    T.dir = vt_lt_tmpdir();
+    snprintf(T.cfg.dir, sizeof(T.cfg.dir), "%s", T.dir);
+    vt_lt_config(&T.cfg.set);
+    T.cfg.create = true;
+    char p[600];
+    snprintf(p, sizeof(p), "%s/garbage.bin", T.dir);
+    FILE *fp = fopen(p, "w");
+    fputs("x", fp);
+    fclose(fp);
+    struct vt_runtime *rt = vt_test_runtime(1, 0);
+    assert_int_equal(vt_runtime_start(rt, start_fail, NULL), 0);
+    assert_true(vt_test_wait_flag(&T.done, 20000));
+    vt_test_runtime_finish(rt);
+    assert_int_equal(T.read_rc, -EUCLEAN);
+    vt_lt_rmdir(T.dir);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rlog_group_commit_acks_in_order_after_durability),
+        cmocka_unit_test(test_rlog_open_failure_reports_quarantine),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
