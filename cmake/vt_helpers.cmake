@@ -21,7 +21,7 @@ function(vt_unit_tests module)
         get_filename_component(base ${src} NAME_WE)
         set(t ${module}_${base})
         vt_executable(${t} ${src})
-        target_link_libraries(${t} PRIVATE ${ARGN} ${CMOCKA_LIB})
+        target_link_libraries(${t} PRIVATE ${ARGN} vt_testfixtures ${CMOCKA_LIB})
         target_include_directories(${t} PRIVATE ${CMOCKA_INC} ${CMAKE_SOURCE_DIR}/tests/fixtures)
         target_compile_definitions(${t} PRIVATE
             VT_SOURCE_DIR="${CMAKE_SOURCE_DIR}" VT_BINARY_DIR="${CMAKE_BINARY_DIR}")

@@ -163,8 +163,8 @@ static int
 snap_read_producer(struct vt_rd *r, struct vt_producers *p, uint32_t pi, const uint8_t *id,
                    struct vt_prod_entry **scratch, uint32_t *scratch_cap, const char **why)
 {
-    uint64_t epoch;
-    uint32_t k;
+    uint64_t epoch = 0;
+    uint32_t k = 0;
     int rc = vt_rd_u64(r, "epoch", &epoch);
     rc = rc ? rc : vt_rd_u32(r, "entry_count", &k);
     if (rc != 0)
@@ -242,7 +242,7 @@ vt_producers_snapshot_decode(const uint8_t *buf, size_t len, const struct vt_pro
 {
     *out = NULL;
     struct vt_rd r;
-    uint32_t n;
+    uint32_t n = 0;
     int rc = snap_check_frame(buf, len, &r, &n, why);
     if (rc != 0)
         return rc;

@@ -2,9 +2,12 @@
  * Blocking: runs on I/O threads and in tools, never on a reactor. */
 #include "vt_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int
@@ -92,6 +95,45 @@ px_ftruncate(void *ctx, int fd, uint64_t len)
     return ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 }
 
+static int
+px_listdir(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg)
+{
+    (void)ctx;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -errno;
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (de == NULL) {
+            rc = errno ? -errno : 0;
+            break;
+        }
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        rc = cb(arg, de->d_name);
+        if (rc != 0)
+            break;
+    }
+    closedir(d);
+    return rc;
+}
+
+static int
+px_stat_size(void *ctx, const char *path, uint64_t *size, int *is_regular)
+{
+    (void)ctx;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -errno;
+    if (size != NULL)
+        *size = (uint64_t)st.st_size;
+    if (is_regular != NULL)
+        *is_regular = S_ISREG(st.st_mode) ? 1 : 0;
+    return 0;
+}
+
 const struct vt_file_ops vt_file_posix = {
     .ctx = NULL,
     .open = px_open,
@@ -105,6 +147,8 @@ const struct vt_file_ops vt_file_posix = {
     .unlink = px_unlink,
     .fallocate = px_fallocate,
     .ftruncate = px_ftruncate,
+    .listdir = px_listdir,
+    .stat_size = px_stat_size,
 };
 
 ssize_t

@@ -24,6 +24,14 @@ struct vt_file_ops {
     int (*unlink)(void *ctx, const char *path);
     int (*fallocate)(void *ctx, int fd, uint64_t off, uint64_t len);
     int (*ftruncate)(void *ctx, int fd, uint64_t len);
+    /* Calls cb(arg, name) for every entry directly in `dir` except "." and
+     * ".." (files and subdirectories, any order). A nonzero return from cb
+     * stops the walk and is returned; otherwise 0, or -errno (-ENOENT,
+     * -ENOTDIR) if the directory cannot be read. */
+    int (*listdir)(void *ctx, const char *dir, int (*cb)(void *arg, const char *name), void *arg);
+    /* Size of `path` and whether it is a regular file (following symlinks);
+     * -ENOENT if missing. */
+    int (*stat_size)(void *ctx, const char *path, uint64_t *size, int *is_regular);
 };
 
 extern const struct vt_file_ops vt_file_posix;
