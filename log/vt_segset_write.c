@@ -242,7 +242,7 @@ static int
 truncate_in_tail(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
 {
     struct vt_seg *g = vt_segset__tail(s);
-    uint64_t pos, base;
+    uint64_t pos = 0, base = 0;
     int rc = batch_position(s, g, offset, &pos, &base, err);
     if (rc != 0)
         return rc;
