@@ -174,6 +174,9 @@ bool vt_conn_is_server(const struct vt_conn *c);
 /* Why it was refused (valid inside on_close; NONE for ordinary closes). */
 enum vt_tls_refusal vt_conn_refusal(const struct vt_conn *c);
 struct vt_core *vt_conn_core(const struct vt_conn *c);
+/* The negotiated cipher suite's standard name (e.g. "TLS_AES_128_GCM_SHA256");
+ * "" before the handshake completed. */
+const char *vt_conn_cipher_name(const struct vt_conn *c);
 
 /* ---- listeners --------------------------------------------------------- */
 

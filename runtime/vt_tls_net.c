@@ -537,3 +537,10 @@ vt_conn_core(const struct vt_conn *c)
 {
     return c->core;
 }
+
+const char *
+vt_conn_cipher_name(const struct vt_conn *c)
+{
+    const SSL_CIPHER *ci = c->ssl != NULL ? SSL_get_current_cipher(c->ssl) : NULL;
+    return ci != NULL ? SSL_CIPHER_standard_name(ci) : "";
+}
