@@ -137,11 +137,16 @@ ring_push(struct vt_core *self, unsigned to, const struct vt_msg *msg, uint16_t 
           unsigned reserve)
 {
     struct vt_inbox *ib = &self->rt->cores[to]->inbox[self->id];
-    unsigned used = ck_ring_size(&ib->ring);
-    if (used + 1 + reserve > ck_ring_capacity(&ib->ring) - 1) {
-        VT_STAT_INC(self, ring_full, 1);
-        return -EAGAIN;
+    /* The free count is cached: the consumer's index (another core's cache
+     * line) is re-read only when the cached count says the ring is full. */
+    if (self->out_free[to] < 1 + reserve) {
+        self->out_free[to] = ck_ring_capacity(&ib->ring) - 1 - ck_ring_size(&ib->ring);
+        if (self->out_free[to] < 1 + reserve) {
+            VT_STAT_INC(self, ring_full, 1);
+            return -EAGAIN;
+        }
     }
+    self->out_free[to]--;
     VT_TSAN_ACQUIRE(&ib->ring.c_head);
     struct vt_msg *slot = ck_ring_enqueue_reserve_spsc_vt_msg(&ib->ring, ib->buf);
     VT_ASSERT(slot != NULL);
@@ -216,9 +221,11 @@ static unsigned
 drain_inbox(struct vt_core *c, unsigned from, unsigned max)
 {
     struct vt_inbox *ib = &c->inbox[from];
-    unsigned n = 0;
+    unsigned n = 0, avail = ck_ring_size(&ib->ring); /* one look at the producer's index */
     struct vt_msg m;
-    while (n < max && ck_ring_size(&ib->ring) > 0) {
+    if (avail > max)
+        avail = max;
+    while (n < avail) {
         VT_TSAN_ACQUIRE(&ib->ring.p_tail);
         bool ok = ck_ring_dequeue_spsc_vt_msg(&ib->ring, ib->buf, &m);
         VT_ASSERT(ok);
@@ -230,8 +237,8 @@ drain_inbox(struct vt_core *c, unsigned from, unsigned max)
         m.fn(c, &m);
         n++;
     }
-    if (n == max && ck_ring_size(&ib->ring) > 0)
-        c->more_work = true;
+    if (n == max)
+        c->more_work = true; /* maybe more; the next turn looks again */
     return n;
 }
 
@@ -370,7 +377,8 @@ note_turn(struct vt_core *c, uint64_t start_ns)
         atomic_store_explicit(&c->stats.max_turn_us, busy_us, memory_order_relaxed);
     if (busy_us > (uint64_t)c->rt->cfg.stall_threshold_ms * 1000) {
         VT_STAT_INC(c, stalls, 1);
-        VT_WARN_RL(10000, "reactor stall: one loop turn took %llu us (threshold %u ms)",
+        VT_WARN_RL(10000, "reactor stall: one loop turn took %llu us of wall time (threshold "
+                   "%u ms; includes time the thread was descheduled)",
                    (unsigned long long)busy_us, c->rt->cfg.stall_threshold_ms);
     }
     return end_ns;
@@ -437,6 +445,11 @@ core_loop(struct vt_core *c)
         if (worked)
             c->last_work_ns = end_ns;
         int timeout = turn_timeout_ms(c, end_ns);
+        if (timeout == 0 && c->more_work && ++c->busy_turns < 4) {
+            c->ev_n = 0; /* sockets are polled at least every 4th busy turn */
+            continue;
+        }
+        c->busy_turns = 0;
         int n = epoll_wait(c->epfd, c->events, (int)c->rt->cfg.max_events_per_turn, timeout);
         atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
         c->ev_n = n > 0 ? n : 0;
@@ -559,6 +572,7 @@ core_free(struct vt_core *c, unsigned n_cores)
         free(c->inbox);
     }
     free(c->calls_out);
+    free(c->out_free);
     free(c->wake_list);
     free(c->wake_marked);
     free(c->events);
@@ -585,11 +599,12 @@ core_new(struct vt_runtime *rt, unsigned id, char *err, size_t err_len)
     unsigned n = rt->n_cores, slots = rt->cfg.ring_slots;
     c->inbox = calloc(n, sizeof(*c->inbox));
     c->calls_out = calloc(n, sizeof(*c->calls_out));
+    c->out_free = calloc(n, sizeof(*c->out_free));
     c->wake_list = calloc(n, sizeof(*c->wake_list));
     c->wake_marked = calloc(n, sizeof(*c->wake_marked));
     c->events = calloc(rt->cfg.max_events_per_turn, sizeof(*c->events));
     c->ext_buf = calloc(rt->cfg.external_ring_slots, sizeof(*c->ext_buf));
-    if (!c->inbox || !c->calls_out || !c->wake_list || !c->wake_marked || !c->events ||
+    if (!c->inbox || !c->calls_out || !c->out_free || !c->wake_list || !c->wake_marked || !c->events ||
         !c->ext_buf)
         goto nomem;
     for (unsigned i = 0; i < n; i++) {

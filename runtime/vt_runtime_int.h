@@ -59,6 +59,8 @@ struct vt_core {
     uint64_t now_ms;
     struct vt_inbox *inbox;           /* [cores], indexed by sender */
     uint32_t *calls_out;              /* [cores] outstanding calls to each target */
+    uint32_t *out_free;               /* [cores] slots known free in ring (self -> target) */
+    unsigned busy_turns;              /* turns in a row that skipped epoll with work left */
     uint16_t *wake_list;              /* targets to check for wake-up this turn */
     bool *wake_marked;                /* [cores] */
     unsigned wake_n;
