@@ -58,7 +58,7 @@ vt_batch_encode(uint8_t *out, size_t cap, const struct vt_batch_hdr *hin,
         if (recs[i].timestamp_ms > h.last_timestamp_ms)
             h.last_timestamp_ms = recs[i].timestamp_ms;
     }
-    if ((uint64_t)(h.last_timestamp_ms - h.first_timestamp_ms) > UINT32_MAX)
+    if ((uint64_t)h.last_timestamp_ms - (uint64_t)h.first_timestamp_ms > UINT32_MAX)
         return -EINVAL;
     put_header(out, &h);
     uint8_t *p = out + VT_BATCH_HEADER_BYTES;
@@ -122,7 +122,7 @@ vt_batch_decode_header(const uint8_t *buf, size_t len, uint32_t max_batch_bytes,
         return -EBADMSG;
     }
     if (h->last_timestamp_ms < h->first_timestamp_ms ||
-        (uint64_t)(h->last_timestamp_ms - h->first_timestamp_ms) > UINT32_MAX) {
+        (uint64_t)h->last_timestamp_ms - (uint64_t)h->first_timestamp_ms > UINT32_MAX) {
         *why = "timestamps out of order";
         return -EBADMSG;
     }
@@ -149,7 +149,7 @@ vt_batch_validate(const uint8_t *buf, size_t len, uint32_t max_batch_bytes,
         return -EBADMSG;
     }
     const uint8_t *p = buf + VT_BATCH_HEADER_BYTES, *end = buf + h->batch_len - 4;
-    uint64_t span = (uint64_t)(h->last_timestamp_ms - h->first_timestamp_ms);
+    uint64_t span = (uint64_t)h->last_timestamp_ms - (uint64_t)h->first_timestamp_ms;
     for (uint32_t i = 0; i < h->record_count; i++) {
         if ((size_t)(end - p) < VT_BATCH_RECORD_OVERHEAD_BYTES) {
             *why = "record header runs past the batch";

@@ -1,0 +1,113 @@
+/* vtopctl: the admin and test client. main(), the top-level command table
+ * and the dispatch/usage helpers every command file uses (ctl.h). Each
+ * command group lives in its own ctl_<group>.c and adds one row to
+ * `commands` below (later: produce, verify, node status, meta ...). */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctl_segment.h"
+
+static const char top_usage[] =
+    "usage: vtopctl [--help] [--version] <command> [<args>]\n"
+    "\n"
+    "Every command accepts --help. Exit codes: 0 ok, 1 failure, 2 usage,\n"
+    "3 corrupt artifact, 4 content-root pin mismatch.\n";
+
+static const struct ctl_command commands[] = {
+    {"segment", ctl_segment_main, "inspect, seal and verify segment files offline"},
+};
+
+void
+ctl_errorf(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("vtopctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int
+ctl_usage_error(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("vtopctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n", stderr);
+    fputs(usage, stderr);
+    return CTL_EXIT_USAGE;
+}
+
+static void
+print_commands(FILE *out, const char *usage, const struct ctl_command *cmds, size_t n)
+{
+    fputs(usage, out);
+    fputs("\ncommands:\n", out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+}
+
+static bool
+is_help(const char *a)
+{
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0;
+}
+
+int
+ctl_dispatch(const char *prefix, const char *usage, const struct ctl_command *cmds, size_t n_cmds,
+             int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "%s: missing command\n", prefix);
+        print_commands(stderr, usage, cmds, n_cmds);
+        return CTL_EXIT_USAGE;
+    }
+    if (is_help(argv[1])) {
+        print_commands(stdout, usage, cmds, n_cmds);
+        return CTL_EXIT_OK;
+    }
+    for (size_t i = 0; i < n_cmds; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            return cmds[i].run(argc - 1, argv + 1);
+    if (argv[1][0] == '-')
+        fprintf(stderr, "%s: unknown option '%s'\n", prefix, argv[1]);
+    else
+        fprintf(stderr, "%s: unknown command '%s'\n", prefix, argv[1]);
+    print_commands(stderr, usage, cmds, n_cmds);
+    return CTL_EXIT_USAGE;
+}
+
+void
+ctl_json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("vtopctl %s\n", VT_VERSION);
+        return CTL_EXIT_OK;
+    }
+    int rc = ctl_dispatch("vtopctl", top_usage, commands, sizeof(commands) / sizeof(commands[0]),
+                          argc, argv);
+    if (fflush(stdout) != 0 && rc == CTL_EXIT_OK)
+        rc = CTL_EXIT_FAIL;
+    return rc;
+}

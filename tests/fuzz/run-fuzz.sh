@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets straight from their sources with clang
+# (ASan + UBSan), seeds each corpus with valid inputs, and runs every target
+# for SECONDS. Exit 0 no crash, 1 a crash/build failure, 77 clang or
+# libFuzzer unavailable.
+# Usage: run-fuzz.sh BUILD_DIR [SECONDS]   (targets and corpora go to BUILD_DIR/fuzz)
+set -u
+
+BUILD=${1:-}
+SECS=${2:-10}
+if [ -z "$BUILD" ]; then
+    echo "usage: $0 BUILD_DIR [SECONDS]" >&2
+    exit 1
+fi
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+CLANG=${CLANG:-clang}
+BSSL_INC=/usr/include/android
+BSSL_LIB=/usr/lib/x86_64-linux-gnu/android
+
+if ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "SKIP: $CLANG not found"
+    exit 77
+fi
+if [ ! -e "$BSSL_INC/openssl/sha.h" ] || [ ! -e "$BSSL_LIB/libcrypto.so" ]; then
+    echo "SKIP: BoringSSL (android-libboringssl-dev) not installed"
+    exit 77
+fi
+
+out=$BUILD/fuzz
+mkdir -p "$out" || exit 1
+probe=$out/probe.c
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' >"$probe"
+if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" 2>"$out/probe.log"; then
+    echo "SKIP: $CLANG cannot link libFuzzer (install libclang-rt-dev):"
+    cat "$out/probe.log"
+    exit 77
+fi
+
+CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -msse4.2 -mpclmul -Wall -Wextra
+        -I"$SRC/runtime" -I"$SRC/log" -I"$BSSL_INC")
+LIBS=(-L"$BSSL_LIB" -Wl,-rpath,"$BSSL_LIB" -lcrypto -lpthread)
+COMMON=("$SRC/runtime/vt_crc32c.c" "$SRC/runtime/vt_codec.c" "$SRC/log/vt_batch.c"
+        "$SRC/log/vt_log_types.c" "$SRC/log/vt_manifest.c" "$SRC/tests/fuzz/fuzz_stubs.c")
+SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+
+if ! "$CLANG" "${CFLAGS[@]}" "${COMMON[@]}" "$SRC/tests/fuzz/fuzz_seeds.c" "${LIBS[@]}" \
+        -o "$out/fuzz_seeds"; then
+    echo "FAIL: building the seed writer"
+    exit 1
+fi
+
+status=0
+for target in batch manifest; do
+    bin=$out/fuzz_$target
+    if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "$SRC/tests/fuzz/fuzz_$target.c" \
+            "${LIBS[@]}" -o "$bin"; then
+        echo "FAIL: building fuzz_$target"
+        exit 1
+    fi
+    corpus=$out/corpus-$target
+    seeds=$out/seeds-$target
+    mkdir -p "$corpus" "$seeds"
+    "$out/fuzz_seeds" "$target" "$seeds" || { echo "FAIL: seeding $target"; exit 1; }
+    echo "== fuzz_$target for ${SECS}s (corpus $corpus)"
+    if ! "$bin" -max_total_time="$SECS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix="$out/crash-$target-" \
+            "$corpus" "$seeds" >"$out/fuzz_$target.log" 2>&1; then
+        echo "FAIL: fuzz_$target found a crash; see $out/fuzz_$target.log and $out/crash-$target-*"
+        tail -40 "$out/fuzz_$target.log"
+        status=1
+    else
+        grep -E 'stat::number_of_executed_runs|Done [0-9]+ runs' "$out/fuzz_$target.log" | tail -2
+    fi
+done
+exit $status
