@@ -40,6 +40,9 @@ vt_log_limits_check(const struct vt_log_limits *l, char *msg, size_t msg_len)
     else if (l->chunk_bytes < (64u << 10) || l->chunk_bytes > (16u << 20) ||
              (l->chunk_bytes & (l->chunk_bytes - 1)) != 0)
         f = "chunk_bytes must be a power of two in [64 KiB, 16 MiB]";
+    else if ((l->max_segment_bytes + 4096) / l->chunk_bytes + 1 > 16384)
+        f = "max_segment_bytes / chunk_bytes must stay within 16384 chunks (a sealed "
+            "manifest lists every chunk)";
     if (f) {
         snprintf(msg, msg_len, "%s", f);
         return -EINVAL;

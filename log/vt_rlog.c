@@ -21,10 +21,19 @@ struct waiter {
     void *arg;
 };
 
+/* A producer epoch opened by a batch in a group: journaled before the
+ * group's commit, so the epoch is durable before any batch at it is acked. */
+struct epoch_note {
+    uint8_t id[16];
+    uint64_t epoch;
+};
+
 struct batch_buf {
     uint8_t *p;
     size_t len, cap;
     uint32_t batches;
+    struct epoch_note *notes; /* [max_waiters] */
+    uint32_t n_notes;
 };
 
 enum job_kind { JOB_OPEN = 1, JOB_COMMIT, JOB_CLOSE };
@@ -45,6 +54,7 @@ struct vt_rlog {
     struct vt_core *core;
     struct vt_rlog_config cfg;
     struct vt_segset *set;
+    struct vt_producer_journal *journal; /* borrowed by the I/O thread like `set` */
     struct vt_producers *prod;
     bool ready, poisoned, closing, job_busy;
     uint64_t next, committed;
@@ -99,6 +109,13 @@ open_job(const struct vt_file_ops *ops, void *arg)
     struct vt_rlog *l = arg;
     l->job_rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set,
                                &l->job_prod, &l->rec, &l->job_err);
+    if (l->job_rc == 0) {
+        l->job_rc = vt_producer_journal_open(ops, l->cfg.dir, &l->journal, &l->job_err);
+        if (l->job_rc != 0) {
+            vt_segset_close(l->set);
+            l->set = NULL;
+        }
+    }
     return l->job_rc;
 }
 
@@ -113,6 +130,9 @@ commit_job(const struct vt_file_ops *ops, void *arg)
     size_t pos = 0, len = l->flight.len;
     int rc = 0;
     l->job_rolls = 0;
+    for (uint32_t i = 0; rc == 0 && i < l->flight.n_notes; i++)
+        rc = vt_producer_journal_accept(l->journal, l->flight.notes[i].id,
+                                        l->flight.notes[i].epoch, &l->job_err);
     while (rc == 0 && pos < len) {
         size_t run = 0;
         uint64_t recs = 0;
@@ -147,7 +167,9 @@ close_job(const struct vt_file_ops *ops, void *arg)
     (void)ops;
     struct vt_rlog *l = arg;
     vt_segset_close(l->set);
+    vt_producer_journal_close(l->journal);
     l->set = NULL;
+    l->journal = NULL;
     return 0;
 }
 
@@ -187,6 +209,8 @@ free_rlog(struct vt_rlog *l)
     vt_producers_free(l->job_prod);
     free(l->pending.p);
     free(l->flight.p);
+    free(l->pending.notes);
+    free(l->flight.notes);
     free(l->w);
     free(l);
 }
@@ -233,6 +257,7 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     l->stats.rolls += l->job_rolls;
     l->flight.len = 0;
     l->flight.batches = 0;
+    l->flight.n_notes = 0;
     if (l->job_rc != 0) {
         if (!l->poisoned)
             VT_ERROR("range log %s poisoned: %s (%s)", l->cfg.dir, l->job_err.msg,
@@ -336,8 +361,9 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
         return -EINVAL;
     uint32_t crc = vt_batch_content_crc(batch);
     uint64_t dup = 0;
+    bool new_epoch = false;
     int rc = vt_producers_check(l->prod, h.producer_id, h.producer_epoch, h.base_sequence,
-                                h.record_count, crc, &dup, NULL);
+                                h.record_count, crc, &dup, &new_epoch);
     if (rc == VT_PRODUCERS_DUPLICATE) {
         *base = dup;
         return VT_RLOG_DUPLICATE;
@@ -353,6 +379,12 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
     memcpy(l->pending.p + l->pending.len, batch, len);
     l->pending.len += len;
     l->pending.batches++;
+    static const uint8_t zero_id[16];
+    if (new_epoch && memcmp(h.producer_id, zero_id, 16) != 0 && h.producer_epoch > 0) {
+        struct epoch_note *n = &l->pending.notes[l->pending.n_notes++];
+        memcpy(n->id, h.producer_id, 16);
+        n->epoch = h.producer_epoch;
+    }
     vt_producers_record(l->prod, h.producer_id, h.producer_epoch, h.base_sequence,
                         h.record_count, crc, l->next);
     *base = l->next;
@@ -472,9 +504,13 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
         l->cfg.max_waiters = 65536;
     l->w_cap = l->cfg.max_waiters;
     l->w = calloc(l->w_cap, sizeof(*l->w));
+    /* at most one note per waiting batch, so max_waiters bounds both lists */
+    l->pending.notes = calloc(l->w_cap, sizeof(struct epoch_note));
+    l->flight.notes = calloc(l->w_cap, sizeof(struct epoch_note));
     l->open_cb = cb;
     l->open_arg = arg;
-    int rc = l->w ? submit_job(l, JOB_OPEN, open_job) : -ENOMEM;
+    int rc = l->w && l->pending.notes && l->flight.notes ? submit_job(l, JOB_OPEN, open_job)
+                                                         : -ENOMEM;
     if (rc != 0) {
         free_rlog(l);
         return rc;
@@ -493,6 +529,7 @@ vt_rlog_close(struct vt_rlog *l, vt_rlog_closed_cb *cb, void *arg)
     l->closed_arg = arg;
     if (l->poisoned) { /* nothing more will be written */
         l->pending.len = 0;
+        l->pending.n_notes = 0;
         fire_waiters(l, -EIO);
     }
     if (!l->job_busy && l->pending.len > 0)

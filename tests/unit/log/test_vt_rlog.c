@@ -207,6 +207,14 @@ test_rlog_group_commit_acks_in_order_after_durability(void **state)
     assert_int_equal(T.reopened_committed, (uint64_t)N_BATCHES * 5);
     assert_int_equal(T.dup_rc, VT_RLOG_DUPLICATE);
     assert_int_equal(T.dup_base, (uint64_t)(N_BATCHES - 1) * 5);
+    /* the producer's epoch was journaled before its first batch was acked */
+    struct vt_producer_journal *j = NULL;
+    struct vt_log_err err;
+    assert_int_equal(vt_producer_journal_open(&vt_file_posix, T.dir, &j, &err), 0);
+    uint8_t id[16];
+    memset(id, PID, 16);
+    assert_int_equal(vt_producer_journal_epoch(j, id), 1);
+    vt_producer_journal_close(j);
     vt_lt_rmdir(T.dir);
 }
 
