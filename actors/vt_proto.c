@@ -1,0 +1,390 @@
+/* Native protocol v1 codecs (see vt_proto.h and docs/PROTOCOL.md). */
+#include "vt_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vt_batch.h"
+#include "vt_frame.h"
+
+const char *
+vt_proto_error_name(uint16_t code)
+{
+    switch (code) {
+    case VT_E_INVALID_REQUEST: return "InvalidRequest";
+    case VT_E_UNSUPPORTED_VERSION: return "UnsupportedVersion";
+    case VT_E_UNAUTHORIZED: return "Unauthorized";
+    case VT_E_WRONG_CLUSTER: return "WrongCluster";
+    case VT_E_WRONG_RANGE: return "WrongRange";
+    case VT_E_FENCED: return "Fenced";
+    case VT_E_SEQUENCE_CONFLICT: return "SequenceConflict";
+    case VT_E_OVERLOADED: return "Overloaded";
+    case VT_E_STORAGE: return "Storage";
+    case VT_E_PROTOCOL_VIOLATION: return "ProtocolViolation";
+    case VT_E_SEQUENCE_GAP: return "SequenceGap";
+    case VT_E_SEQUENCE_BELOW_WINDOW: return "SequenceBelowWindow";
+    case VT_E_PRODUCER_FENCED: return "ProducerFenced";
+    case VT_E_SEQUENCE_FIRST: return "SequenceFirst";
+    default: return "Unknown";
+    }
+}
+
+bool
+vt_proto_error_retryable(uint16_t code)
+{
+    return code == VT_E_OVERLOADED || code == VT_E_STORAGE;
+}
+
+/* ---- shared pieces ------------------------------------------------------ */
+
+static void
+enc_range(struct vt_wr *w, const struct vt_range_ident *r)
+{
+    vt_wr_str(w, r->topic);
+    vt_wr_u64(w, r->topic_epoch);
+    vt_wr_raw(w, r->range_id, 16);
+    vt_wr_u64(w, r->range_generation);
+}
+
+static int
+dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
+{
+    const char *t;
+    uint32_t tl;
+    const uint8_t *id;
+    if (vt_rd_str(r, "range.topic", VT_TOPIC_MAX_BYTES, &t, &tl) ||
+        vt_rd_u64(r, "range.topic_epoch", &out->topic_epoch) ||
+        vt_rd_raw(r, "range.range_id", 16, &id) ||
+        vt_rd_u64(r, "range.range_generation", &out->range_generation)) {
+        *why = r->err;
+        return r->err_code;
+    }
+    if (!vt_topic_valid(t, tl)) {
+        *why = "range.topic: must be 1..249 bytes of [A-Za-z0-9._-]";
+        return -EBADMSG;
+    }
+    memcpy(out->topic, t, tl);
+    out->topic[tl] = '\0';
+    memcpy(out->range_id, id, 16);
+    return 0;
+}
+
+static int
+dec_fixed_str(struct vt_rd *r, const char *field, char *out, size_t max, const char **why)
+{
+    const char *s;
+    uint32_t n;
+    if (vt_rd_str(r, field, (uint32_t)max, &s, &n)) {
+        *why = r->err;
+        return r->err_code;
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+static int
+finish(struct vt_rd *r, const char **why)
+{
+    if (vt_rd_done(r)) {
+        *why = r->err;
+        return r->err_code;
+    }
+    return 0;
+}
+
+static int
+fail(struct vt_rd *r, const char **why)
+{
+    *why = r->err;
+    return r->err_code ? r->err_code : -EBADMSG;
+}
+
+/* ---- hello ----------------------------------------------------------------- */
+
+void
+vt_proto_encode_client_hello(struct vt_wr *w, const struct vt_client_hello *m)
+{
+    vt_wr_raw(w, m->cluster_id, 16);
+    vt_wr_str(w, m->principal);
+    vt_wr_u8(w, m->role);
+    vt_wr_u16(w, m->min_major);
+    vt_wr_u16(w, m->max_major);
+    vt_wr_u32(w, m->max_frame);
+    vt_wr_u32(w, m->max_records);
+    vt_wr_u32(w, m->max_inflight);
+    vt_wr_u64(w, m->window);
+    vt_wr_raw(w, m->nonce, 32);
+}
+
+int
+vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hello *m,
+                             const char **why)
+{
+    struct vt_rd r;
+    const uint8_t *cid, *nonce;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    if (vt_rd_raw(&r, "cluster_id", 16, &cid))
+        return fail(&r, why);
+    memcpy(m->cluster_id, cid, 16);
+    int rc = dec_fixed_str(&r, "principal", m->principal, VT_PROTO_PRINCIPAL_MAX, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u8(&r, "role", &m->role) || vt_rd_u16(&r, "min_major", &m->min_major) ||
+        vt_rd_u16(&r, "max_major", &m->max_major) || vt_rd_u32(&r, "max_frame", &m->max_frame) ||
+        vt_rd_u32(&r, "max_records", &m->max_records) ||
+        vt_rd_u32(&r, "max_inflight", &m->max_inflight) ||
+        vt_rd_u64(&r, "window", &m->window) || vt_rd_raw(&r, "nonce", 32, &nonce))
+        return fail(&r, why);
+    memcpy(m->nonce, nonce, 32);
+    if (m->role < VT_ROLE_PRODUCER || m->role > VT_ROLE_ADMIN) {
+        *why = "role: must be 1 (producer), 2 (consumer), 3 (peer) or 4 (admin)";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+void
+vt_proto_encode_server_hello(struct vt_wr *w, const struct vt_server_hello *m)
+{
+    vt_wr_raw(w, m->cluster_id, 16);
+    vt_wr_str(w, m->node_id);
+    vt_wr_u16(w, m->major);
+    vt_wr_u16(w, m->minor);
+    vt_wr_u32(w, m->max_frame);
+    vt_wr_u32(w, m->max_records);
+    vt_wr_u32(w, m->max_inflight);
+    vt_wr_u64(w, m->window);
+    vt_wr_raw(w, m->nonce, 32);
+}
+
+int
+vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hello *m,
+                             const char **why)
+{
+    struct vt_rd r;
+    const uint8_t *cid, *nonce;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    if (vt_rd_raw(&r, "cluster_id", 16, &cid))
+        return fail(&r, why);
+    memcpy(m->cluster_id, cid, 16);
+    int rc = dec_fixed_str(&r, "node_id", m->node_id, VT_PROTO_PRINCIPAL_MAX, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u16(&r, "major", &m->major) || vt_rd_u16(&r, "minor", &m->minor) ||
+        vt_rd_u32(&r, "max_frame", &m->max_frame) ||
+        vt_rd_u32(&r, "max_records", &m->max_records) ||
+        vt_rd_u32(&r, "max_inflight", &m->max_inflight) ||
+        vt_rd_u64(&r, "window", &m->window) || vt_rd_raw(&r, "nonce", 32, &nonce))
+        return fail(&r, why);
+    memcpy(m->nonce, nonce, 32);
+    return finish(&r, why);
+}
+
+int
+vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
+                   uint32_t srv_max_records, uint32_t srv_max_inflight, uint64_t srv_window,
+                   struct vt_server_hello *out, const char **why)
+{
+    if (c->min_major > VT_PROTO_MAJOR || c->max_major < VT_PROTO_MAJOR) {
+        *why = "no common protocol major version (server speaks 1)";
+        return VT_E_UNSUPPORTED_VERSION;
+    }
+    uint32_t frame;
+    if (vt_frame_negotiate_max(c->max_frame, srv_max_frame, &frame) != 0) {
+        *why = "max_frame must be in [1024, 64 MiB]";
+        return VT_E_INVALID_REQUEST;
+    }
+    if (c->max_records < 1 || c->max_records > VT_PROTO_ABSOLUTE_MAX_RECORDS) {
+        *why = "max_records must be in [1, 65536]";
+        return VT_E_INVALID_REQUEST;
+    }
+    if (c->max_inflight < 1) {
+        *why = "max_inflight must be >= 1";
+        return VT_E_INVALID_REQUEST;
+    }
+    if (c->window < 1 || c->window > VT_PROTO_MAX_WINDOW) {
+        *why = "window must be in [1, 64 MiB]";
+        return VT_E_INVALID_REQUEST;
+    }
+    out->major = VT_PROTO_MAJOR;
+    out->minor = VT_PROTO_MINOR;
+    out->max_frame = frame;
+    out->max_records = c->max_records < srv_max_records ? c->max_records : srv_max_records;
+    out->max_inflight = c->max_inflight < srv_max_inflight ? c->max_inflight : srv_max_inflight;
+    out->window = c->window < srv_window ? c->window : srv_window;
+    return 0;
+}
+
+/* ---- produce ------------------------------------------------------------ */
+
+void
+vt_proto_encode_produce(struct vt_wr *w, const struct vt_produce_req *m)
+{
+    enc_range(w, &m->range);
+    vt_wr_u64(w, m->fencing_epoch);
+    vt_wr_u8(w, m->durability);
+    vt_wr_bytes(w, m->batch, m->batch_len);
+}
+
+int
+vt_proto_decode_produce(const uint8_t *p, size_t len, uint32_t max_batch,
+                        struct vt_produce_req *m, const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    uint32_t blen;
+    if (vt_rd_u64(&r, "fencing_epoch", &m->fencing_epoch) ||
+        vt_rd_u8(&r, "durability", &m->durability) ||
+        vt_rd_bytes(&r, "batch", max_batch, &m->batch, &blen))
+        return fail(&r, why);
+    m->batch_len = blen;
+    if (m->durability < VT_DUR_BUFFERED || m->durability > VT_DUR_QUORUM) {
+        *why = "durability: must be 1 (buffered), 2 (local) or 3 (quorum)";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+void
+vt_proto_encode_produce_resp(struct vt_wr *w, const struct vt_produce_resp *m)
+{
+    vt_wr_u64(w, m->base_offset);
+    vt_wr_u32(w, m->record_count);
+    vt_wr_u8(w, m->duplicate);
+    vt_wr_u64(w, m->committed_next);
+}
+
+int
+vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_resp *m,
+                             const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    if (vt_rd_u64(&r, "base_offset", &m->base_offset) ||
+        vt_rd_u32(&r, "record_count", &m->record_count) ||
+        vt_rd_u8(&r, "duplicate", &m->duplicate) ||
+        vt_rd_u64(&r, "committed_next", &m->committed_next))
+        return fail(&r, why);
+    if (m->duplicate > 1) {
+        *why = "duplicate: must be 0 or 1";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+/* ---- fetch ---------------------------------------------------------------- */
+
+void
+vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m)
+{
+    enc_range(w, &m->range);
+    vt_wr_u64(w, m->fencing_epoch);
+    vt_wr_u64(w, m->start);
+    vt_wr_u32(w, m->max_bytes);
+    vt_wr_u32(w, m->max_records);
+}
+
+int
+vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m, const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "fencing_epoch", &m->fencing_epoch) || vt_rd_u64(&r, "start", &m->start) ||
+        vt_rd_u32(&r, "max_bytes", &m->max_bytes) ||
+        vt_rd_u32(&r, "max_records", &m->max_records))
+        return fail(&r, why);
+    if (m->max_bytes == 0 || m->max_records == 0) {
+        *why = "max_bytes and max_records must be > 0";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+void
+vt_proto_encode_fetch_resp(struct vt_wr *w, const struct vt_fetch_resp *m)
+{
+    vt_wr_u64(w, m->next_offset);
+    vt_wr_u64(w, m->hwm);
+    vt_wr_bytes(w, m->batches, m->batches_len);
+}
+
+int
+vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_resp *m,
+                           const char **why)
+{
+    struct vt_rd r;
+    uint32_t blen;
+    vt_rd_init(&r, p, len);
+    if (vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
+        vt_rd_bytes(&r, "batches", VT_FRAME_ABSOLUTE_MAX_BYTES, &m->batches, &blen))
+        return fail(&r, why);
+    m->batches_len = blen;
+    if (m->next_offset > m->hwm) {
+        *why = "next_offset beyond the high-water mark";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+/* ---- window, error -------------------------------------------------------- */
+
+void
+vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes)
+{
+    vt_wr_u64(w, additional_bytes);
+}
+
+int
+vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional,
+                              const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    if (vt_rd_u64(&r, "additional_bytes", additional))
+        return fail(&r, why);
+    if (*additional == 0) {
+        *why = "additional_bytes must be > 0";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+void
+vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message)
+{
+    size_t n = strlen(message);
+    if (n > VT_PROTO_ERROR_TEXT_MAX)
+        n = VT_PROTO_ERROR_TEXT_MAX;
+    vt_wr_u16(w, code);
+    vt_wr_u8(w, vt_proto_error_retryable(code) ? 1 : 0);
+    vt_wr_bytes(w, message, n);
+}
+
+int
+vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m, const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    if (vt_rd_u16(&r, "code", &m->code) || vt_rd_u8(&r, "retryable", &m->retryable))
+        return fail(&r, why);
+    int rc = dec_fixed_str(&r, "message", m->message, VT_PROTO_ERROR_TEXT_MAX, why);
+    if (rc != 0)
+        return rc;
+    if (m->retryable > 1) {
+        *why = "retryable: must be 0 or 1";
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}

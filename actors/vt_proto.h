@@ -1,0 +1,166 @@
+/* The native data-plane protocol, v1: message structs and their codecs
+ * (docs/PROTOCOL.md has the byte tables). Every message travels in one frame
+ * (runtime/vt_frame.h: 40-byte header, CRC32C, negotiated max size); this
+ * file encodes and decodes frame payloads. Decoders treat bytes as
+ * untrusted: every length is checked against its limit before use, strings
+ * are validated, and trailing bytes are refused; failures return -EBADMSG
+ * (or -EMSGSIZE for an over-limit length) with a message naming the field.
+ * Pure code: no I/O, safe on any thread. */
+#ifndef VT_PROTO_H
+#define VT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vt_assert.h"
+#include "vt_codec.h"
+#include "vt_log_types.h"
+
+#define VT_PROTO_MAJOR 1u
+#define VT_PROTO_MINOR 0u
+#define VT_PROTO_PRINCIPAL_MAX 64u
+#define VT_PROTO_ERROR_TEXT_MAX 4096u
+#define VT_PROTO_DEFAULT_MAX_RECORDS 4096u
+#define VT_PROTO_ABSOLUTE_MAX_RECORDS 65536u
+#define VT_PROTO_MAX_WINDOW (64ull << 20)
+
+enum vt_proto_kind {
+    VT_K_CLIENT_HELLO = 1,
+    VT_K_SERVER_HELLO = 2,
+    VT_K_PRODUCE = 10,
+    VT_K_PRODUCE_RESP = 11,
+    VT_K_FETCH = 20,
+    VT_K_FETCH_RESP = 21,
+    VT_K_WINDOW_UPDATE = 30,
+    VT_K_ERROR = 40,
+    VT_K_PING = 50,
+    VT_K_PONG = 51,
+};
+
+/* Error codes carried by VT_K_ERROR. Retryable: OVERLOADED and STORAGE. */
+enum vt_proto_error {
+    VT_E_INVALID_REQUEST = 1,
+    VT_E_UNSUPPORTED_VERSION = 2,
+    VT_E_UNAUTHORIZED = 3,
+    VT_E_WRONG_CLUSTER = 4,
+    VT_E_WRONG_RANGE = 5,
+    VT_E_FENCED = 6,             /* stale (or unknown newer) fencing epoch */
+    VT_E_SEQUENCE_CONFLICT = 7,  /* same sequence, different content */
+    VT_E_OVERLOADED = 8,         /* a budget is exhausted: retry later */
+    VT_E_STORAGE = 9,            /* the range cannot write now */
+    VT_E_PROTOCOL_VIOLATION = 10,/* the stream cannot be trusted: the server closes */
+    VT_E_SEQUENCE_GAP = 13,      /* base sequence skips ahead */
+    VT_E_SEQUENCE_BELOW_WINDOW = 14, /* too old to prove a duplicate */
+    VT_E_PRODUCER_FENCED = 15,   /* producer epoch below the highest seen */
+    VT_E_SEQUENCE_FIRST = 16,    /* a new producer epoch must start at sequence 0 */
+};
+const char *vt_proto_error_name(uint16_t code);
+bool vt_proto_error_retryable(uint16_t code);
+
+enum vt_proto_role {
+    VT_ROLE_PRODUCER = 1,
+    VT_ROLE_CONSUMER = 2,
+    VT_ROLE_PEER = 3,
+    VT_ROLE_ADMIN = 4,
+};
+
+enum vt_proto_durability {
+    VT_DUR_BUFFERED = 1, /* refused: vtop never acknowledges undurable data */
+    VT_DUR_LOCAL = 2,    /* fdatasync on this node */
+    VT_DUR_QUORUM = 3,   /* a majority of the replica set (refused until replication) */
+};
+
+struct vt_client_hello {
+    uint8_t cluster_id[16];
+    char principal[VT_PROTO_PRINCIPAL_MAX + 1]; /* must equal the certificate CN */
+    uint8_t role;
+    uint16_t min_major, max_major;
+    uint32_t max_frame;    /* requested frame limit, 1024 .. 64 MiB */
+    uint32_t max_records;  /* per produce/fetch, 1 .. 65536 */
+    uint32_t max_inflight; /* pipelined requests, >= 1 */
+    uint64_t window;       /* fetch credit bytes, 1 .. 64 MiB */
+    uint8_t nonce[32];
+};
+
+struct vt_server_hello {
+    uint8_t cluster_id[16];
+    char node_id[VT_PROTO_PRINCIPAL_MAX + 1];
+    uint16_t major, minor;
+    uint32_t max_frame, max_records, max_inflight; /* the negotiated values */
+    uint64_t window;
+    uint8_t nonce[32];
+};
+
+struct vt_produce_req {
+    struct vt_range_ident range;
+    uint64_t fencing_epoch;
+    uint8_t durability;
+    const uint8_t *batch; /* one record batch (log/vt_batch.h), points into the payload */
+    uint32_t batch_len;
+};
+
+struct vt_produce_resp {
+    uint64_t base_offset;
+    uint32_t record_count;
+    uint8_t duplicate;       /* 1: a retry; the offsets are the original ones */
+    uint64_t committed_next; /* the range's committed offset after this write */
+};
+
+struct vt_fetch_req {
+    struct vt_range_ident range;
+    uint64_t fencing_epoch; /* 0 = any */
+    uint64_t start;
+    uint32_t max_bytes;     /* > 0 */
+    uint32_t max_records;   /* 1 .. negotiated */
+};
+
+struct vt_fetch_resp {
+    uint64_t next_offset; /* where the next fetch should start */
+    uint64_t hwm;         /* committed high-water mark; nothing at or above it is sent */
+    const uint8_t *batches; /* whole batches (the first may start before `start`) */
+    uint32_t batches_len;
+};
+
+struct vt_error_msg {
+    uint16_t code;
+    uint8_t retryable;
+    char message[VT_PROTO_ERROR_TEXT_MAX + 1];
+};
+
+/* Encoders write a payload with `w` (check vt_wr_ok once at the end). */
+void vt_proto_encode_client_hello(struct vt_wr *w, const struct vt_client_hello *m);
+void vt_proto_encode_server_hello(struct vt_wr *w, const struct vt_server_hello *m);
+void vt_proto_encode_produce(struct vt_wr *w, const struct vt_produce_req *m);
+void vt_proto_encode_produce_resp(struct vt_wr *w, const struct vt_produce_resp *m);
+void vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m);
+void vt_proto_encode_fetch_resp(struct vt_wr *w, const struct vt_fetch_resp *m);
+void vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes);
+void vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message);
+
+/* Decoders: 0, or -EBADMSG/-EMSGSIZE with *why naming the field. Pointers in
+ * the outputs point into `p`. */
+int vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hello *m,
+                                 const char **why) VT_MUST_USE;
+int vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hello *m,
+                                 const char **why) VT_MUST_USE;
+int vt_proto_decode_produce(const uint8_t *p, size_t len, uint32_t max_batch,
+                            struct vt_produce_req *m, const char **why) VT_MUST_USE;
+int vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_resp *m,
+                                 const char **why) VT_MUST_USE;
+int vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m,
+                          const char **why) VT_MUST_USE;
+int vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_resp *m,
+                               const char **why) VT_MUST_USE;
+int vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional,
+                                  const char **why) VT_MUST_USE;
+int vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m,
+                          const char **why) VT_MUST_USE;
+
+/* Negotiation: the server's answer to a hello, or the error code and text to
+ * refuse it with (VT_E_UNSUPPORTED_VERSION / VT_E_INVALID_REQUEST). */
+int vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
+                       uint32_t srv_max_records, uint32_t srv_max_inflight, uint64_t srv_window,
+                       struct vt_server_hello *out, const char **why) VT_MUST_USE;
+
+#endif
