@@ -388,3 +388,56 @@ vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m, cons
     }
     return finish(&r, why);
 }
+
+/* ---- node status ----------------------------------------------------------- */
+
+void
+vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_resp *m)
+{
+    vt_wr_str(w, m->node_id);
+    vt_wr_u32(w, m->n_ranges);
+    for (uint32_t i = 0; i < m->n_ranges; i++) {
+        const struct vt_range_status *r = &m->ranges[i];
+        enc_range(w, &r->range);
+        vt_wr_u64(w, r->fencing_epoch);
+        vt_wr_u64(w, r->start_offset);
+        vt_wr_u64(w, r->next_offset);
+        vt_wr_u64(w, r->committed);
+        vt_wr_u64(w, r->hwm);
+        vt_wr_u8(w, r->state);
+    }
+}
+
+int
+vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_status_resp *m,
+                                 const char **why)
+{
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    int rc = dec_fixed_str(&r, "node_id", m->node_id, VT_PROTO_PRINCIPAL_MAX, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u32(&r, "n_ranges", &m->n_ranges))
+        return fail(&r, why);
+    if (m->n_ranges > VT_PROTO_STATUS_MAX_RANGES) {
+        *why = "n_ranges exceeds 4096";
+        return -EMSGSIZE;
+    }
+    for (uint32_t i = 0; i < m->n_ranges; i++) {
+        struct vt_range_status *s = &m->ranges[i];
+        rc = dec_range(&r, &s->range, why);
+        if (rc != 0)
+            return rc;
+        if (vt_rd_u64(&r, "fencing_epoch", &s->fencing_epoch) ||
+            vt_rd_u64(&r, "start_offset", &s->start_offset) ||
+            vt_rd_u64(&r, "next_offset", &s->next_offset) ||
+            vt_rd_u64(&r, "committed", &s->committed) || vt_rd_u64(&r, "hwm", &s->hwm) ||
+            vt_rd_u8(&r, "state", &s->state))
+            return fail(&r, why);
+        if (s->state > 2) {
+            *why = "state: must be 0, 1 or 2";
+            return -EBADMSG;
+        }
+    }
+    return finish(&r, why);
+}

@@ -36,6 +36,8 @@ enum vt_proto_kind {
     VT_K_ERROR = 40,
     VT_K_PING = 50,
     VT_K_PONG = 51,
+    VT_K_NODE_STATUS = 90,
+    VT_K_NODE_STATUS_RESP = 91,
 };
 
 /* Error codes carried by VT_K_ERROR. Retryable: OVERLOADED and STORAGE. */
@@ -122,6 +124,25 @@ struct vt_fetch_resp {
     uint32_t batches_len;
 };
 
+#define VT_PROTO_STATUS_MAX_RANGES 4096u
+
+/* One hosted range in a NodeStatusResponse. */
+struct vt_range_status {
+    struct vt_range_ident range;
+    uint64_t fencing_epoch;
+    uint64_t start_offset;   /* first retained offset */
+    uint64_t next_offset;    /* written (may exceed committed briefly) */
+    uint64_t committed;      /* durable on this node */
+    uint64_t hwm;            /* visible to consumers */
+    uint8_t state;           /* 0 opening, 1 ready, 2 failed */
+};
+
+struct vt_node_status_resp {
+    char node_id[VT_PROTO_PRINCIPAL_MAX + 1];
+    uint32_t n_ranges;
+    struct vt_range_status *ranges; /* decode: caller array of VT_PROTO_STATUS_MAX_RANGES */
+};
+
 struct vt_error_msg {
     uint16_t code;
     uint8_t retryable;
@@ -137,6 +158,7 @@ void vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m);
 void vt_proto_encode_fetch_resp(struct vt_wr *w, const struct vt_fetch_resp *m);
 void vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes);
 void vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message);
+void vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_resp *m);
 
 /* Decoders: 0, or -EBADMSG/-EMSGSIZE with *why naming the field. Pointers in
  * the outputs point into `p`. */
@@ -156,6 +178,9 @@ int vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additi
                                   const char **why) VT_MUST_USE;
 int vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m,
                           const char **why) VT_MUST_USE;
+/* m->ranges must point at VT_PROTO_STATUS_MAX_RANGES entries. */
+int vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_status_resp *m,
+                                     const char **why) VT_MUST_USE;
 
 /* Negotiation: the server's answer to a hello, or the error code and text to
  * refuse it with (VT_E_UNSUPPORTED_VERSION / VT_E_INVALID_REQUEST). */
