@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vt_log_types.h"
+
 static int
 runtime_validate(void *obj, char *msg, size_t msg_len)
 {
@@ -56,6 +58,90 @@ static const struct vt_cfg_field log_fields[] = {
 static const struct vt_cfg_schema log_schema = {
     .name = "log", .fields = log_fields, .n_fields = VT_ARRAY_LEN(log_fields)};
 
+#define TL struct vt_node_tls
+static const struct vt_cfg_field tls_fields[] = {
+    VT_CFG_STR_F(TL, ca, "ca", true, 1, 4000),
+    VT_CFG_STR_F(TL, cert, "cert", true, 1, 4000),
+    VT_CFG_STR_F(TL, key, "key", true, 1, 4000),
+};
+#undef TL
+static const struct vt_cfg_schema tls_schema = {
+    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
+
+#define NV struct vt_node_native
+static const struct vt_cfg_field native_fields[] = {
+    VT_CFG_HOSTPORT_F(NV, listen, "listen", true, 0, 65535),
+    VT_CFG_SIZE_F(NV, max_frame_bytes, "max_frame", false, 1024, 64u << 20),
+    VT_CFG_U32_F(NV, max_records, "max_records", false, 1, 65536),
+    VT_CFG_U32_F(NV, max_inflight, "max_inflight", false, 1, 4096),
+    VT_CFG_SIZE_F(NV, window_bytes, "window", false, 1, 64u << 20),
+    VT_CFG_DURATION_F(NV, handshake_timeout_ms, "handshake_timeout", false, 100, 600000),
+    VT_CFG_DURATION_F(NV, idle_timeout_ms, "idle_timeout", false, 1000, 86400000),
+    VT_CFG_U32_F(NV, max_sessions, "max_sessions", false, 1, 65536),
+};
+#undef NV
+static const struct vt_cfg_schema native_schema = {
+    .name = "native", .fields = native_fields, .n_fields = VT_ARRAY_LEN(native_fields)};
+
+#define AZ struct vt_node_authz
+static const struct vt_cfg_field authz_fields[] = {
+    VT_CFG_STRLIST_F(AZ, producers, n_producers, "producers", false, 4096),
+    VT_CFG_STRLIST_F(AZ, consumers, n_consumers, "consumers", false, 4096),
+    VT_CFG_STRLIST_F(AZ, admins, n_admins, "admins", false, 4096),
+};
+#undef AZ
+static const struct vt_cfg_schema authz_schema = {
+    .name = "authorization", .fields = authz_fields, .n_fields = VT_ARRAY_LEN(authz_fields)};
+
+static int
+range_validate(void *obj, char *msg, size_t msg_len)
+{
+    const struct vt_node_range *r = obj;
+    if (!vt_topic_valid(r->topic, strlen(r->topic))) {
+        snprintf(msg, msg_len, "topic '%s' must be 1..249 bytes of [A-Za-z0-9._-]", r->topic);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+#define RG struct vt_node_range
+static const struct vt_cfg_field range_fields[] = {
+    VT_CFG_STR_F(RG, topic, "topic", true, 1, 249),
+    VT_CFG_U64_F(RG, topic_epoch, "topic_epoch", false, 0, UINT64_MAX),
+    VT_CFG_UUID_F(RG, range_id, "range_id", true),
+    VT_CFG_U64_F(RG, range_generation, "range_generation", false, 0, UINT64_MAX),
+    VT_CFG_U64_F(RG, fencing_epoch, "fencing_epoch", true, 1, UINT64_MAX),
+};
+#undef RG
+static const struct vt_cfg_schema range_schema = {.name = "range",
+                                                  .fields = range_fields,
+                                                  .n_fields = VT_ARRAY_LEN(range_fields),
+                                                  .validate = range_validate};
+
+#define LM struct vt_node_limits
+static const struct vt_cfg_field limits_fields[] = {
+    VT_CFG_SIZE_F(LM, max_record_bytes, "max_record", false, 1, 64u << 20),
+    VT_CFG_SIZE_F(LM, max_batch_bytes, "max_batch", false, 1024, 256u << 20),
+    VT_CFG_SIZE_F(LM, max_segment_bytes, "max_segment", false, 65536, 8ull << 30),
+    VT_CFG_U64_F(LM, max_segment_records, "max_segment_records", false, 1, 10000000),
+    VT_CFG_SIZE_F(LM, retention_bytes, "retention_bytes", false, 0, UINT64_MAX),
+    VT_CFG_DURATION_F(LM, retention_ms, "retention_age", false, 0, UINT64_MAX),
+};
+#undef LM
+static const struct vt_cfg_schema limits_schema = {
+    .name = "limits", .fields = limits_fields, .n_fields = VT_ARRAY_LEN(limits_fields)};
+
+#define BG struct vt_node_budgets
+static const struct vt_cfg_field budget_fields[] = {
+    VT_CFG_SIZE_F(BG, connection_bytes, "connection", false, 4096, 1ull << 40),
+    VT_CFG_SIZE_F(BG, range_bytes, "range", false, 4096, 1ull << 40),
+    VT_CFG_SIZE_F(BG, core_bytes, "core", false, 4096, 1ull << 40),
+    VT_CFG_SIZE_F(BG, process_bytes, "process", false, 4096, 1ull << 40),
+};
+#undef BG
+static const struct vt_cfg_schema budget_schema = {
+    .name = "budgets", .fields = budget_fields, .n_fields = VT_ARRAY_LEN(budget_fields)};
+
 #define NC struct vt_node_config
 static const struct vt_cfg_field node_fields[] = {
     VT_CFG_U64_F(NC, node_id, "node_id", true, 1, UINT64_MAX),
@@ -65,10 +151,60 @@ static const struct vt_cfg_field node_fields[] = {
     VT_CFG_F(NC, observability, "observability", VT_CFG_BLOCK, true, 0, 0, .sub = &obs_schema),
     VT_CFG_F(NC, log, "log", VT_CFG_BLOCK, false, 0, 0, .sub = &log_schema),
     VT_CFG_DURATION_F(NC, status_interval_ms, "status_interval", false, 0, 3600000),
+    VT_CFG_UUID_F(NC, node_uuid, "node_uuid", false, VT_CFG_PRESENT(NC, has_node_uuid)),
+    VT_CFG_F(NC, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &tls_schema,
+             VT_CFG_PRESENT(NC, has_tls)),
+    VT_CFG_F(NC, native, "native", VT_CFG_BLOCK, false, 0, 0, .sub = &native_schema,
+             VT_CFG_PRESENT(NC, has_native)),
+    VT_CFG_F(NC, authz, "authorization", VT_CFG_BLOCK, false, 0, 0, .sub = &authz_schema),
+    VT_CFG_LIST_F(NC, ranges, n_ranges, "ranges", false, &range_schema, 4096),
+    VT_CFG_F(NC, limits, "limits", VT_CFG_BLOCK, false, 0, 0, .sub = &limits_schema),
+    VT_CFG_F(NC, budgets, "budgets", VT_CFG_BLOCK, false, 0, 0, .sub = &budget_schema),
 };
 #undef NC
-const struct vt_cfg_schema vt_node_config_schema = {
-    .name = "node config", .fields = node_fields, .n_fields = VT_ARRAY_LEN(node_fields)};
+/* Cross-field rules for the whole file. */
+static int
+node_validate(void *obj, char *msg, size_t msg_len)
+{
+    const struct vt_node_config *c = obj;
+    if (c->has_native && !c->has_tls) {
+        snprintf(msg, msg_len, "native listener needs a tls block (mutual TLS is mandatory)");
+        return -EINVAL;
+    }
+    if (c->has_native && !c->has_node_uuid) {
+        snprintf(msg, msg_len, "native listener needs node_uuid (the node certificate's CN)");
+        return -EINVAL;
+    }
+    if (c->n_ranges > 0 && !c->has_native) {
+        snprintf(msg, msg_len, "ranges need a native listener to be reachable");
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < c->n_ranges; i++)
+        for (uint32_t j = i + 1; j < c->n_ranges; j++)
+            if (memcmp(c->ranges[i].range_id, c->ranges[j].range_id, 16) == 0) {
+                snprintf(msg, msg_len, "ranges[%u] and ranges[%u] have the same range_id", i, j);
+                return -EINVAL;
+            }
+    if (c->limits.max_batch_bytes < c->limits.max_record_bytes + 96) {
+        snprintf(msg, msg_len, "limits.max_batch must be at least max_record + 96 bytes");
+        return -EINVAL;
+    }
+    if (c->limits.max_segment_bytes < c->limits.max_batch_bytes) {
+        snprintf(msg, msg_len, "limits.max_segment must be at least limits.max_batch");
+        return -EINVAL;
+    }
+    if (c->native.max_frame_bytes < c->limits.max_batch_bytes + 512 && c->has_native) {
+        snprintf(msg, msg_len, "native.max_frame must exceed limits.max_batch by 512 bytes "
+                 "(frame and produce headers)");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+const struct vt_cfg_schema vt_node_config_schema = {.name = "node config",
+                                                    .fields = node_fields,
+                                                    .n_fields = VT_ARRAY_LEN(node_fields),
+                                                    .validate = node_validate};
 
 int
 vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
@@ -79,6 +215,18 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
         .stall_threshold_ms = 50};
     cfg->log = (struct vt_node_log){.level = VT_NODE_LOG_INFO, .format = VT_NODE_LOG_TEXT};
     cfg->status_interval_ms = 5000;
+    cfg->native = (struct vt_node_native){.max_frame_bytes = 8u << 20, .max_records = 4096,
+                                          .max_inflight = 128, .window_bytes = 8u << 20,
+                                          .handshake_timeout_ms = 5000,
+                                          .idle_timeout_ms = 300000, .max_sessions = 1024};
+    cfg->limits = (struct vt_node_limits){.max_record_bytes = 1u << 20,
+                                          .max_batch_bytes = 4u << 20,
+                                          .max_segment_bytes = 256ull << 20,
+                                          .max_segment_records = 10000000};
+    cfg->budgets = (struct vt_node_budgets){.connection_bytes = 64ull << 20,
+                                            .range_bytes = 64ull << 20,
+                                            .core_bytes = 256ull << 20,
+                                            .process_bytes = 512ull << 20};
     return vt_cfg_load_file(path, &vt_node_config_schema, cfg, err);
 }
 

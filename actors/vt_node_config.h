@@ -30,15 +30,80 @@ struct vt_node_log {
     int format; /* enum vt_node_log_format */
 };
 
+struct vt_node_tls {
+    char *ca;
+    char *cert;
+    char *key;
+};
+
+/* The client-facing native protocol listener and its negotiation limits. */
+struct vt_node_native {
+    struct vt_cfg_hostport listen;
+    uint64_t max_frame_bytes;
+    uint32_t max_records;
+    uint32_t max_inflight;
+    uint64_t window_bytes;
+    uint64_t handshake_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint32_t max_sessions; /* per core */
+};
+
+/* Principals (client certificate CNs) allowed per role. */
+struct vt_node_authz {
+    char **producers;
+    uint32_t n_producers;
+    char **consumers;
+    uint32_t n_consumers;
+    char **admins;
+    uint32_t n_admins;
+};
+
+struct vt_node_range {
+    char *topic;
+    uint64_t topic_epoch;
+    uint8_t range_id[16];
+    uint64_t range_generation;
+    uint64_t fencing_epoch; /* static until leases exist */
+};
+
+/* Storage limits for new ranges (an existing range keeps its own). */
+struct vt_node_limits {
+    uint64_t max_record_bytes;
+    uint64_t max_batch_bytes;
+    uint64_t max_segment_bytes;
+    uint64_t max_segment_records;
+    uint64_t retention_bytes; /* 0 = keep everything */
+    uint64_t retention_ms;    /* 0 = no age bound */
+};
+
+/* Byte budgets; exceeding one answers the retryable Overloaded. */
+struct vt_node_budgets {
+    uint64_t connection_bytes; /* produce bytes in flight per connection */
+    uint64_t range_bytes;      /* appended, not yet durable, per range */
+    uint64_t core_bytes;       /* produce bytes in flight per core */
+    uint64_t process_bytes;    /* split evenly across cores */
+};
+
 /* immutable after boot */
 struct vt_node_config {
     uint64_t node_id;
+    uint8_t node_uuid[16];
+    bool has_node_uuid;
     uint8_t cluster_id[16];
     char *data_dir;
     struct vt_node_runtime_config runtime;
     struct vt_node_observability observability;
     struct vt_node_log log;
     uint64_t status_interval_ms; /* 0 = no periodic status line */
+    struct vt_node_tls tls;
+    bool has_tls;
+    struct vt_node_native native;
+    bool has_native;
+    struct vt_node_authz authz;
+    struct vt_node_range *ranges;
+    uint32_t n_ranges;
+    struct vt_node_limits limits;
+    struct vt_node_budgets budgets;
 };
 
 extern const struct vt_cfg_schema vt_node_config_schema;

@@ -17,6 +17,7 @@
 struct waiter {
     uint64_t end; /* durable once committed >= end */
     uint64_t base;
+    uint64_t epoch; /* leader epoch the batch was appended under (0: a plain wait) */
     vt_rlog_durable_cb *cb;
     void *arg;
 };
@@ -44,6 +45,7 @@ struct read_job {
     uint64_t offset, max_offset, next;
     size_t cap, len;
     uint8_t *buf;
+    bool own_buf;
     int rc;
     vt_rlog_read_cb *cb;
     void *arg;
@@ -58,6 +60,7 @@ struct vt_rlog {
     struct vt_producers *prod;
     bool ready, poisoned, closing, job_busy;
     uint64_t next, committed;
+    uint64_t fence; /* appends under a lower leader epoch are stale */
     struct batch_buf pending, flight;
     struct waiter *w;
     uint32_t w_head, w_count, w_cap;
@@ -196,7 +199,8 @@ fire_waiters(struct vt_rlog *l, int rc)
         struct waiter done = *w;
         l->w_head = (l->w_head + 1) % l->w_cap;
         l->w_count--;
-        done.cb(l, rc, done.base, done.arg);
+        int wrc = rc == 0 && done.epoch != 0 && done.epoch < l->fence ? -ESTALE : rc;
+        done.cb(l, wrc, done.base, done.arg);
     }
 }
 
@@ -255,6 +259,9 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     l->stats.last_commit_bytes = l->flight.len;
     l->stats.commit_ns_total += r->done_ns - r->submit_ns;
     l->stats.rolls += l->job_rolls;
+    if (l->cfg.on_commit && l->job_rc == 0)
+        l->cfg.on_commit(l->cfg.on_commit_arg, l->flight.batches, l->flight.len,
+                         r->done_ns - r->submit_ns);
     l->flight.len = 0;
     l->flight.batches = 0;
     l->flight.n_notes = 0;
@@ -333,12 +340,13 @@ buf_reserve(struct batch_buf *b, size_t extra, size_t limit)
 }
 
 static int
-add_waiter(struct vt_rlog *l, uint64_t end, uint64_t base, vt_rlog_durable_cb *cb, void *arg)
+add_waiter(struct vt_rlog *l, uint64_t end, uint64_t base, uint64_t epoch,
+           vt_rlog_durable_cb *cb, void *arg)
 {
     if (l->w_count == l->w_cap)
         return -EAGAIN;
     l->w[(l->w_head + l->w_count) % l->w_cap] =
-        (struct waiter){.end = end, .base = base, .cb = cb, .arg = arg};
+        (struct waiter){.end = end, .base = base, .epoch = epoch, .cb = cb, .arg = arg};
     l->w_count++;
     return 0;
 }
@@ -353,6 +361,8 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
         return -EIO;
     if (l->closing)
         return -ECANCELED;
+    if (leader_epoch < l->fence)
+        return -ESTALE;
     struct vt_batch_hdr h;
     const char *why;
     const struct vt_log_limits *lim = vt_segset_limits(l->set);
@@ -389,7 +399,7 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
                         h.record_count, crc, l->next);
     *base = l->next;
     l->next += h.record_count;
-    rc = add_waiter(l, l->next, *base, cb, arg);
+    rc = add_waiter(l, l->next, *base, leader_epoch, cb, arg);
     VT_ASSERT(rc == 0);
     start_commit(l); /* no-op while a commit is in flight: this batch joins the next */
     return VT_RLOG_APPENDED;
@@ -405,7 +415,7 @@ vt_rlog_when_durable(struct vt_rlog *l, uint64_t offset, vt_rlog_durable_cb *cb,
         cb(l, 0, offset, arg);
         return 0;
     }
-    return add_waiter(l, offset, offset, cb, arg);
+    return add_waiter(l, offset, offset, 0, cb, arg);
 }
 
 static void
@@ -416,7 +426,8 @@ read_done(struct vt_core *c, struct vt_io_req *r)
     struct vt_rlog *l = j->l;
     l->reads_in_flight--;
     j->cb(l, j->rc, j->buf, j->len, j->next, j->arg);
-    free(j->buf);
+    if (j->own_buf)
+        free(j->buf);
     free(j);
     if (l->closing && !l->job_busy && l->reads_in_flight == 0 && l->pending.len == 0) {
         int rc = submit_job(l, JOB_CLOSE, close_job);
@@ -428,7 +439,7 @@ read_done(struct vt_core *c, struct vt_io_req *r)
 
 int
 vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap,
-             vt_rlog_read_cb *cb, void *arg)
+             uint8_t *user_buf, vt_rlog_read_cb *cb, void *arg)
 {
     assert_owner(l);
     VT_ASSERT(l->ready);
@@ -437,25 +448,41 @@ vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap
     if (l->reads_in_flight >= MAX_READS_IN_FLIGHT)
         return -EAGAIN;
     struct read_job *j = calloc(1, sizeof(*j));
-    uint8_t *buf = malloc(cap ? cap : 1);
+    uint8_t *buf = user_buf ? user_buf : malloc(cap ? cap : 1);
     if (j == NULL || buf == NULL) {
         free(j);
-        free(buf);
+        if (!user_buf)
+            free(buf);
         return -ENOMEM;
     }
     *j = (struct read_job){.l = l, .offset = offset, .cap = cap, .buf = buf, .cb = cb,
-                           .arg = arg,
+                           .arg = arg, .own_buf = user_buf == NULL,
                            .max_offset = max_offset < l->committed ? max_offset : l->committed};
     j->req = (struct vt_io_req){.op = VT_IO_CALL, .call = read_job_fn, .call_arg = j,
                                 .done = read_done, .ctx = j};
     int rc = vt_io_submit(l->core, &j->req);
     if (rc != 0) {
-        free(buf);
+        if (!user_buf)
+            free(buf);
         free(j);
         return rc;
     }
     l->reads_in_flight++;
     return 0;
+}
+
+void
+vt_rlog_set_fence(struct vt_rlog *l, uint64_t epoch)
+{
+    assert_owner(l);
+    if (epoch > l->fence)
+        l->fence = epoch;
+}
+
+uint64_t
+vt_rlog_fence(const struct vt_rlog *l)
+{
+    return l->fence;
 }
 
 uint64_t

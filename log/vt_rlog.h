@@ -26,6 +26,10 @@ struct vt_rlog_config {
     bool create;                  /* create the range if the directory is empty */
     uint64_t max_pending_bytes;   /* appended, not yet durable; 0 = 64 MiB */
     uint32_t max_waiters;         /* appends awaiting durability; 0 = 65536 */
+    /* Optional, on the core after each commit: batches and bytes it covered
+     * and the time the job spent from submission to completion. */
+    void (*on_commit)(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns);
+    void *on_commit_arg;
 };
 
 struct vt_rlog_stats {
@@ -72,9 +76,18 @@ int vt_rlog_when_durable(struct vt_rlog *l, uint64_t offset, vt_rlog_durable_cb 
                          void *arg) VT_MUST_USE;
 
 /* Reads whole committed batches from `offset` below min(max_offset,
- * committed), at most `cap` bytes, on the I/O thread. */
+ * committed), at most `cap` bytes, on the I/O thread. With `buf` NULL the
+ * rlog allocates the buffer (valid during `cb`); else it reads into `buf`
+ * (cap bytes, owned by the caller, untouched by the core until `cb`). */
 int vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap,
-                 vt_rlog_read_cb *cb, void *arg) VT_MUST_USE;
+                 uint8_t *buf, vt_rlog_read_cb *cb, void *arg) VT_MUST_USE;
+
+/* Current fencing epoch of the writer. Appends carrying a lower leader
+ * epoch are refused (-ESTALE). Raising it fails every append not yet
+ * acknowledged whose epoch is now stale (-ESTALE): a fenced writer never
+ * acknowledges, even if its bytes reached the disk. */
+void vt_rlog_set_fence(struct vt_rlog *l, uint64_t epoch);
+uint64_t vt_rlog_fence(const struct vt_rlog *l);
 
 uint64_t vt_rlog_next_offset(const struct vt_rlog *l);
 uint64_t vt_rlog_committed(const struct vt_rlog *l);

@@ -86,7 +86,7 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
         uint64_t ignored;
         T.gap_rc = vt_rlog_append(l, b, len, 9, on_durable, NULL, &ignored);
         free(b);
-        int rc2 = vt_rlog_read(l, 100, 130, 1 << 20, on_read, NULL);
+        int rc2 = vt_rlog_read(l, 100, 130, 1 << 20, NULL, on_read, NULL);
         assert_int_equal(rc2, 0);
     }
 }
