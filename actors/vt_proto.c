@@ -38,6 +38,18 @@ vt_proto_error_retryable(uint16_t code)
 
 /* ---- shared pieces ------------------------------------------------------ */
 
+/* The reader's message lives in the decoder's own stack frame (struct
+ * vt_rd.msg); copy it out so the caller's *why outlives the decoder. Valid
+ * until the next vt_proto decode on this thread. */
+static _Thread_local char vt_proto_why_buf[sizeof(((struct vt_rd *)0)->msg)];
+
+static const char *
+keep_why(const struct vt_rd *r)
+{
+    snprintf(vt_proto_why_buf, sizeof(vt_proto_why_buf), "%s", r->err ? r->err : "malformed");
+    return vt_proto_why_buf;
+}
+
 static void
 enc_range(struct vt_wr *w, const struct vt_range_ident *r)
 {
@@ -57,7 +69,7 @@ dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
         vt_rd_u64(r, "range.topic_epoch", &out->topic_epoch) ||
         vt_rd_raw(r, "range.range_id", 16, &id) ||
         vt_rd_u64(r, "range.range_generation", &out->range_generation)) {
-        *why = r->err;
+        *why = keep_why(r);
         return r->err_code;
     }
     if (!vt_topic_valid(t, tl)) {
@@ -76,7 +88,7 @@ dec_fixed_str(struct vt_rd *r, const char *field, char *out, size_t max, const c
     const char *s;
     uint32_t n;
     if (vt_rd_str(r, field, (uint32_t)max, &s, &n)) {
-        *why = r->err;
+        *why = keep_why(r);
         return r->err_code;
     }
     memcpy(out, s, n);
@@ -88,7 +100,7 @@ static int
 finish(struct vt_rd *r, const char **why)
 {
     if (vt_rd_done(r)) {
-        *why = r->err;
+        *why = keep_why(r);
         return r->err_code;
     }
     return 0;
@@ -97,7 +109,7 @@ finish(struct vt_rd *r, const char **why)
 static int
 fail(struct vt_rd *r, const char **why)
 {
-    *why = r->err;
+    *why = keep_why(r);
     return r->err_code ? r->err_code : -EBADMSG;
 }
 

@@ -160,8 +160,9 @@ void vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes);
 void vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message);
 void vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_resp *m);
 
-/* Decoders: 0, or -EBADMSG/-EMSGSIZE with *why naming the field. Pointers in
- * the outputs point into `p`. */
+/* Decoders: 0, or -EBADMSG/-EMSGSIZE with *why naming the field (a string
+ * literal or a thread-local buffer, valid until the next decode on this
+ * thread). Pointers in the outputs point into `p`. */
 int vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hello *m,
                                  const char **why) VT_MUST_USE;
 int vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hello *m,

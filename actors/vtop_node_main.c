@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include "vt_alloc.h"
+#include "vt_broker.h"
 #include "vt_diag.h"
 #include "vt_heartbeat.h"
 #include "vt_http.h"
 #include "vt_node_config.h"
+#include "vt_clock.h"
 #include "vt_runtime.h"
 
 #define VTOP_VERSION "0.1.0"
@@ -24,6 +26,7 @@ struct node {
     struct vt_runtime *rt;
     struct vt_http_server *http;
     struct vt_heartbeat_config hb;
+    struct vt_broker *broker; /* NULL without a native listener */
     _Atomic int start_failed;
 };
 
@@ -34,6 +37,8 @@ usage(FILE *f)
                "       vtop-node --check-config FILE\n"
                "       vtop-node --version | --help\n"
                "Runs a vtop node from a YAML config (see docs/OPERATIONS.md).\n"
+               "With a `native:` block the node serves the native protocol (docs/PROTOCOL.md)\n"
+               "for the ranges it hosts.\n"
                "--check-config validates FILE and exits 0 (ok) or 2 (the error names the\n"
                "file, line and key). Logs go to stderr (VTOP_LOG_FORMAT=json|text,\n"
                "VTOP_LOG_LEVEL=debug|info|warn|error override the config).\n");
@@ -75,6 +80,33 @@ on_core_start(struct vt_core *c, void *arg)
         VT_ERROR("heartbeat actor could not start");
         atomic_store(&nd->start_failed, 1);
     }
+    if (nd->broker)
+        vt_broker_core_start(nd->broker, c);
+}
+
+/* Waits (bounded) until every core listens, then prints the ready line. */
+static int
+announce_ready(struct node *nd)
+{
+    const struct vt_cfg_hostport *obs = &nd->cfg.observability.listen;
+    char native[300] = "";
+    if (nd->broker) {
+        uint64_t end = vt_clock_mono_ms() + 10000;
+        while (atomic_load(&nd->broker->listeners_ready) < vt_runtime_cores(nd->rt)) {
+            if (atomic_load(&nd->broker->start_failed) || vt_clock_mono_ms() > end) {
+                VT_ERROR("native listeners did not start");
+                return 1;
+            }
+            usleep(2000);
+        }
+        snprintf(native, sizeof(native), " native=%s:%u", nd->cfg.native.listen.host,
+                 nd->broker->native_port);
+    }
+    printf("node_ready node_id=%llu cores=%u%s observability=%s:%u\n",
+           (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt), native, obs->host,
+           vt_http_port(nd->http));
+    fflush(stdout);
+    return 0;
 }
 
 static void
@@ -127,6 +159,13 @@ node_start(struct node *nd)
         VT_ERROR("metrics registry full");
         return 1;
     }
+    if (nd->cfg.has_native) {
+        nd->broker = vt_broker_new(&nd->cfg, nd->rt, err, sizeof(err));
+        if (nd->broker == NULL) {
+            VT_ERROR("broker: %s", err);
+            return 1;
+        }
+    }
     VT_INFO("vtop-node %s starting: node %llu, %u cores%s, allocator %s, data_dir %s",
             VTOP_VERSION, (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt),
             rc.pin ? " (pinned)" : "", alloc, nd->cfg.data_dir);
@@ -134,20 +173,27 @@ node_start(struct node *nd)
         VT_ERROR("could not start reactor threads");
         return 1;
     }
-    printf("node_ready node_id=%llu cores=%u observability=%s:%u\n",
-           (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt), obs->host,
-           vt_http_port(nd->http));
-    fflush(stdout);
-    return 0;
+    return announce_ready(nd);
 }
 
 static void
 node_stop(struct node *nd)
 {
+    if (nd->broker && nd->rt) {
+        /* Close sessions and ranges while the reactors still run, so every
+         * in-flight commit finishes and every answer finds its session. */
+        vt_broker_shutdown(nd->broker);
+        uint64_t end = vt_clock_mono_ms() + 10000;
+        while (!vt_broker_drained(nd->broker) && vt_clock_mono_ms() < end)
+            usleep(2000);
+        if (!vt_broker_drained(nd->broker))
+            VT_WARN("shutdown: sessions or ranges still busy after 10 s; stopping anyway");
+    }
     if (nd->rt) {
         vt_runtime_stop(nd->rt);
         vt_runtime_wait(nd->rt);
     }
+    vt_broker_free(nd->broker);
     vt_http_free(nd->http);
     vt_runtime_free(nd->rt);
 }

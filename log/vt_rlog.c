@@ -365,8 +365,9 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
         return -ESTALE;
     struct vt_batch_hdr h;
     const char *why;
-    const struct vt_log_limits *lim = vt_segset_limits(l->set);
-    if (vt_batch_decode_header(batch, len, lim->max_batch_bytes, &h, &why) != 0 ||
+    const struct vt_log_limits *lim = vt_segset_limits(l->set); /* immutable while open */
+    if (vt_batch_validate(batch, len, lim->max_batch_bytes, lim->max_record_bytes, &h, &why) !=
+            0 ||
         h.batch_len != len)
         return -EINVAL;
     uint32_t crc = vt_batch_content_crc(batch);

@@ -67,7 +67,8 @@ enum { VT_RLOG_APPENDED = 0, VT_RLOG_DUPLICATE = 1 };
  * called — but the original may not be durable yet: wait with
  * vt_rlog_when_durable), a negative producer code (vt_producers.h), -EAGAIN
  * (pending bytes or waiters at their bound: retryable), -EIO (poisoned),
- * -EINVAL (malformed batch). */
+ * -EINVAL (malformed, or over the range's own limits), -ESTALE (leader_epoch
+ * below the fence). */
 int vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_epoch,
                    vt_rlog_durable_cb *cb, void *arg, uint64_t *base) VT_MUST_USE;
 

@@ -1,0 +1,420 @@
+/* Broker setup and shared lookups (see vt_broker.h). */
+#include "vt_broker.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vt_crc32c.h"
+#include "vt_diag.h"
+#include "vt_metrics.h"
+#include "vt_range.h"
+#include "vt_session.h"
+
+/* ---- metrics ------------------------------------------------------------ */
+
+static int
+reg_counter(struct vt_broker *b, const char *name, const char *labels, const char *help)
+{
+    return vt_metrics_counter(b->metrics, name, labels, help, 0);
+}
+
+static int
+register_metrics(struct vt_broker *b)
+{
+    static const char *const kinds[3] = {"kind=\"produce\"", "kind=\"fetch\"", "kind=\"other\""};
+    struct vt_broker_metrics *m = &b->m;
+    char labels[96];
+    for (int k = 0; k < 3; k++) {
+        snprintf(labels, sizeof(labels), "%s,outcome=\"ok\"", kinds[k]);
+        m->req_ok[k] = reg_counter(b, "broker_requests_total", labels, "Requests answered.");
+        snprintf(labels, sizeof(labels), "%s,outcome=\"error\"", kinds[k]);
+        m->req_err[k] = reg_counter(b, "broker_requests_total", labels, "Requests answered.");
+    }
+    for (uint16_t code = 1; code < VT_ARRAY_LEN(m->errors); code++) {
+        m->errors[code] = -1;
+        if (strcmp(vt_proto_error_name(code), "Unknown") == 0)
+            continue;
+        snprintf(labels, sizeof(labels), "code=\"%s\"", vt_proto_error_name(code));
+        m->errors[code] = reg_counter(b, "broker_errors_total", labels, "Error answers by code.");
+    }
+    m->produced_records = reg_counter(b, "broker_produced_records_total", NULL,
+                                      "Records acknowledged to producers.");
+    m->produced_bytes = reg_counter(b, "broker_produced_bytes_total", NULL,
+                                    "Batch bytes acknowledged to producers.");
+    m->fetched_records = reg_counter(b, "broker_fetched_records_total", NULL,
+                                     "Records sent to consumers.");
+    m->fetched_bytes = reg_counter(b, "broker_fetched_bytes_total", NULL,
+                                   "Batch bytes sent to consumers.");
+    m->commits = reg_counter(b, "broker_group_commits_total", NULL, "Group commits completed.");
+    m->sessions_accepted = reg_counter(b, "broker_sessions_accepted_total", NULL,
+                                       "Sessions accepted.");
+    m->sessions_refused = reg_counter(b, "broker_sessions_refused_total", NULL,
+                                      "Sessions refused at the session limit or shutdown.");
+    static const char *const ov[4] = {"connection", "range", "core", "fetch_window"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(labels, sizeof(labels), "budget=\"%s\"", ov[i]);
+        m->overloaded[i] = reg_counter(b, "broker_overloaded_total", labels,
+                                       "Requests refused because a budget was exhausted.");
+    }
+    m->sessions_active = vt_metrics_gauge(b->metrics, "broker_sessions_active", NULL,
+                                          "Open sessions.", 0);
+    m->budget_core_used = vt_metrics_gauge(b->metrics, "broker_budget_inflight_bytes", NULL,
+                                           "Request bytes in flight, per core.",
+                                           VT_METRIC_PER_CORE);
+    static const uint64_t lat[] = {50000,    100000,    250000,    500000,    1000000,
+                                   2500000,  5000000,   10000000,  25000000,  50000000,
+                                   100000000, 250000000, 500000000, 1000000000};
+    static const uint64_t cnt[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+    static const uint64_t byt[] = {4096,     16384,    65536,     262144,   1048576,
+                                   4194304,  16777216, 67108864};
+    m->produce_latency = vt_metrics_histogram(b->metrics, "broker_produce_latency_seconds", NULL,
+                                              "Produce request to durable answer.", lat,
+                                              VT_ARRAY_LEN(lat), 1e-9, 0);
+    m->commit_sync = vt_metrics_histogram(b->metrics, "broker_group_commit_sync_seconds", NULL,
+                                          "Group commit job time (write + fdatasync + boundary).",
+                                          lat, VT_ARRAY_LEN(lat), 1e-9, 0);
+    m->commit_batches = vt_metrics_histogram(b->metrics, "broker_group_commit_batches", NULL,
+                                             "Batches per group commit.", cnt,
+                                             VT_ARRAY_LEN(cnt), 1, 0);
+    m->commit_bytes = vt_metrics_histogram(b->metrics, "broker_group_commit_bytes", NULL,
+                                           "Bytes per group commit.", byt, VT_ARRAY_LEN(byt), 1,
+                                           0);
+    int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
+                 m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
+                 m->budget_core_used, m->produce_latency, m->commit_sync, m->commit_batches,
+                 m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3]};
+    for (size_t i = 0; i < VT_ARRAY_LEN(ids); i++)
+        if (ids[i] < 0)
+            return ids[i];
+    return 0;
+}
+
+static double
+read_u64(void *arg)
+{
+    return (double)atomic_load_explicit((_Atomic uint64_t *)arg, memory_order_relaxed);
+}
+
+static int
+register_range_metrics(struct vt_broker *b, uint32_t i)
+{
+    struct vt_broker_range *br = &b->ranges[i];
+    char id[37], labels[400];
+    vt_uuid_format(br->ident.range_id, id);
+    snprintf(labels, sizeof(labels), "topic=\"%s\",range=\"%s\"", br->ident.topic, id);
+    int rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_committed_offset", labels,
+                                 "Offset after the last durable record (the HWM on a single "
+                                 "node).", read_u64, &br->actor->committed_g);
+    if (rc >= 0)
+        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_next_offset", labels,
+                                 "Offset after the last appended record.", read_u64,
+                                 &br->actor->next_g);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- construction (main thread) ---------------------------------------------- */
+
+static int
+mkdirs(const char *path, char *err, size_t err_len)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, err_len, "mkdir %.300s: %s", buf, strerror(errno));
+            return -errno;
+        }
+        *p = saved;
+        if (saved == '\0')
+            return 0;
+    }
+}
+
+/* A fixed native port must not be held by anyone: a plain bind proves it
+ * (SO_REUSEPORT alone would let two processes share the port). */
+static int
+check_port_free(const struct vt_cfg_hostport *hp, char *err, size_t err_len)
+{
+    if (hp->port == 0)
+        return 0;
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(hp->port)};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(hp->port)};
+    bool v6 = inet_pton(AF_INET6, hp->host, &a6.sin6_addr) == 1;
+    if (!v6 && inet_pton(AF_INET, hp->host, &a4.sin_addr) != 1) {
+        snprintf(err, err_len, "native.listen: '%s' is not a numeric address", hp->host);
+        return -EINVAL;
+    }
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = fd < 0 ? -errno
+                    : bind(fd, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
+                           v6 ? sizeof(a6) : sizeof(a4)) != 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        snprintf(err, err_len, "bind %s:%u: %s", hp->host, hp->port, strerror(-rc));
+    return rc;
+}
+
+static void
+collect_allowed(struct vt_broker *b)
+{
+    const struct vt_node_authz *a = &b->cfg->authz;
+    size_t n = (size_t)a->n_producers + a->n_consumers + a->n_admins;
+    b->allowed = calloc(n ? n : 1, sizeof(*b->allowed));
+    VT_ASSERT(b->allowed != NULL);
+    for (uint32_t i = 0; i < a->n_producers; i++)
+        b->allowed[b->n_allowed++] = a->producers[i];
+    for (uint32_t i = 0; i < a->n_consumers; i++)
+        b->allowed[b->n_allowed++] = a->consumers[i];
+    for (uint32_t i = 0; i < a->n_admins; i++)
+        b->allowed[b->n_allowed++] = a->admins[i];
+}
+
+static int
+setup_ranges(struct vt_broker *b, char *err, size_t err_len)
+{
+    const struct vt_node_config *cfg = b->cfg;
+    unsigned cores = vt_runtime_cores(b->rt);
+    b->n_ranges = cfg->n_ranges;
+    b->ranges = calloc(cfg->n_ranges ? cfg->n_ranges : 1, sizeof(*b->ranges));
+    if (b->ranges == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < cfg->n_ranges; i++) {
+        const struct vt_node_range *nr = &cfg->ranges[i];
+        struct vt_broker_range *br = &b->ranges[i];
+        snprintf(br->ident.topic, sizeof(br->ident.topic), "%s", nr->topic);
+        br->ident.topic_epoch = nr->topic_epoch;
+        memcpy(br->ident.range_id, nr->range_id, 16);
+        br->ident.range_generation = nr->range_generation;
+        br->fencing_epoch = nr->fencing_epoch;
+        br->core = vt_crc32c(0, nr->range_id, 16) % cores;
+        char id[37];
+        vt_uuid_format(nr->range_id, id);
+        snprintf(br->dir, sizeof(br->dir), "%s/ranges/%s-%s", cfg->data_dir, nr->topic, id);
+        int rc = mkdirs(br->dir, err, err_len);
+        if (rc != 0)
+            return rc;
+        br->actor = vt_range_actor_new(b, i);
+        if (br->actor == NULL)
+            return -ENOMEM;
+        rc = register_range_metrics(b, i);
+        if (rc != 0) {
+            snprintf(err, err_len, "metrics registry full");
+            return rc;
+        }
+    }
+    return 0;
+}
+
+struct vt_broker *
+vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err,
+              size_t err_len)
+{
+    struct vt_broker *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return NULL;
+    b->cfg = cfg;
+    b->rt = rt;
+    b->metrics = vt_runtime_metrics(rt);
+    vt_uuid_format(cfg->node_uuid, b->node_uuid);
+    unsigned cores = vt_runtime_cores(rt);
+    uint64_t share = cfg->budgets.process_bytes / cores;
+    b->core_budget = cfg->budgets.core_bytes < share ? cfg->budgets.core_bytes : share;
+    struct vt_tls_files files = {.ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert,
+                                 .key_file = cfg->tls.key};
+    b->tls = vt_tls_ctx_new(&files, true, err, err_len);
+    if (b->tls == NULL)
+        goto fail;
+    collect_allowed(b);
+    vt_conn_policy_defaults(&b->policy);
+    b->policy.allowed_cns = b->allowed;
+    b->policy.n_allowed = b->n_allowed;
+    b->policy.handshake_timeout_ms = (uint32_t)cfg->native.handshake_timeout_ms;
+    b->policy.max_conns = cfg->native.max_sessions + 16; /* the session layer refuses first */
+    b->policy.in_buf_bytes = (uint32_t)cfg->native.max_frame_bytes + 4096;
+    b->policy.out_buf_max_bytes = (uint32_t)(2 * cfg->native.max_frame_bytes + (1u << 20));
+    b->cores = calloc(cores, sizeof(*b->cores));
+    if (b->cores == NULL || check_port_free(&cfg->native.listen, err, err_len) != 0)
+        goto fail;
+    for (unsigned i = 0; i < cores; i++) {
+        b->cores[i] = calloc(1, sizeof(*b->cores[i]));
+        if (b->cores[i] == NULL)
+            goto fail;
+        b->cores[i]->b = b;
+    }
+    if (register_metrics(b) != 0) {
+        snprintf(err, err_len, "metrics registry full");
+        goto fail;
+    }
+    if (setup_ranges(b, err, err_len) != 0)
+        goto fail;
+    struct vt_health *h = vt_runtime_health(rt);
+    b->health_native = vt_health_source(h, "native_listener");
+    b->health_ranges = vt_health_source(h, "ranges");
+    if (b->health_native < 0 || b->health_ranges < 0) {
+        snprintf(err, err_len, "too many readiness sources");
+        goto fail;
+    }
+    if (b->n_ranges == 0)
+        vt_health_set(h, b->health_ranges, true, "no ranges configured");
+    return b;
+fail:
+    vt_broker_free(b);
+    return NULL;
+}
+
+/* ---- per-core start ----------------------------------------------------------- */
+
+static void
+open_listener(struct vt_broker *b, struct vt_core *core, uint16_t port)
+{
+    struct vt_broker_core *bc = b->cores[vt_core_id(core)];
+    char err[256];
+    bc->core = core;
+    bc->listener = vt_listener_open(core, b->cfg->native.listen.host, port, b->tls, &b->policy,
+                                    vt_session_accept, bc, err, sizeof(err));
+    if (bc->listener == NULL) {
+        VT_ERROR("native listener: %s", err);
+        atomic_store(&b->start_failed, 1);
+        return;
+    }
+    if (atomic_fetch_add(&b->listeners_ready, 1) + 1 == vt_runtime_cores(b->rt))
+        vt_health_set(vt_runtime_health(b->rt), b->health_native, true, "listening");
+}
+
+static void
+listen_msg(struct vt_core *core, const struct vt_msg *m)
+{
+    struct vt_broker *b = m->ptr;
+    open_listener(b, core, (uint16_t)m->arg);
+}
+
+void
+vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
+{
+    unsigned id = vt_core_id(core);
+    b->cores[id]->core = core;
+    for (uint32_t i = 0; i < b->n_ranges; i++)
+        if (b->ranges[i].core == id)
+            vt_range_actor_start(b->ranges[i].actor, core);
+    if (id != 0)
+        return; /* core 0 picks the port, then tells the others (below) */
+    open_listener(b, core, b->cfg->native.listen.port);
+    if (b->cores[0]->listener == NULL)
+        return;
+    b->native_port = vt_listener_port(b->cores[0]->listener);
+    for (unsigned c = 1; c < vt_runtime_cores(b->rt); c++) {
+        struct vt_msg m = {.fn = listen_msg, .ptr = b, .arg = b->native_port};
+        if (vt_core_post(core, c, &m) != 0) {
+            VT_ERROR("could not ask core %u to listen", c);
+            atomic_store(&b->start_failed, 1);
+        }
+    }
+}
+
+/* ---- shutdown ---------------------------------------------------------------------- */
+
+static void
+range_closed(void *arg)
+{
+    struct vt_range_actor *ra = arg;
+    ra->log = NULL;
+    atomic_fetch_add(&ra->b->ranges_closed, 1);
+}
+
+static void
+shutdown_msg(struct vt_core *core, const struct vt_msg *m)
+{
+    struct vt_broker *b = m->ptr;
+    struct vt_broker_core *bc = b->cores[vt_core_id(core)];
+    if (bc->listener) {
+        vt_listener_close(bc->listener);
+        bc->listener = NULL;
+    }
+    vt_session_close_all(bc);
+    for (uint32_t i = 0; i < b->n_ranges; i++) {
+        struct vt_range_actor *ra = b->ranges[i].actor;
+        if (b->ranges[i].core != vt_core_id(core))
+            continue;
+        if (ra->state == 1 && ra->log) {
+            ra->state = 3; /* closing: new requests are refused */
+            atomic_store(&ra->state_g, 2);
+            vt_rlog_close(ra->log, range_closed, ra);
+        } else {
+            atomic_fetch_add(&b->ranges_closed, 1);
+        }
+    }
+}
+
+void
+vt_broker_shutdown(struct vt_broker *b)
+{
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        struct vt_msg m = {.fn = shutdown_msg, .ptr = b};
+        while (vt_runtime_post_external(b->rt, c, &m) == -EAGAIN)
+            usleep(1000);
+    }
+}
+
+bool
+vt_broker_drained(const struct vt_broker *b)
+{
+    return atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0;
+}
+
+void
+vt_broker_free(struct vt_broker *b)
+{
+    if (b == NULL)
+        return;
+    for (uint32_t i = 0; b->ranges && i < b->n_ranges; i++)
+        vt_range_actor_free(b->ranges[i].actor);
+    free(b->ranges);
+    for (unsigned c = 0; b->cores && c < vt_runtime_cores(b->rt); c++) {
+        if (b->cores[c] && b->cores[c]->listener)
+            vt_listener_close(b->cores[c]->listener);
+        free(b->cores[c]);
+    }
+    free(b->cores);
+    free(b->allowed);
+    vt_tls_ctx_free(b->tls);
+    free(b);
+}
+
+/* ---- lookups ------------------------------------------------------------------------ */
+
+int
+vt_broker_find_range(const struct vt_broker *b, const struct vt_range_ident *id)
+{
+    for (uint32_t i = 0; i < b->n_ranges; i++) {
+        const struct vt_range_ident *r = &b->ranges[i].ident;
+        if (memcmp(r->range_id, id->range_id, 16) == 0 && strcmp(r->topic, id->topic) == 0 &&
+            r->topic_epoch == id->topic_epoch && r->range_generation == id->range_generation)
+            return (int)i;
+    }
+    return -1;
+}
+
+struct vt_metrics_shard *
+vt_broker_shard(const struct vt_broker *b, struct vt_core *core)
+{
+    return vt_metrics_shard(b->metrics, vt_core_id(core));
+}
+
+void
+vt_broker_count_error(const struct vt_broker *b, struct vt_core *core, uint16_t code)
+{
+    if (code < VT_ARRAY_LEN(b->m.errors) && b->m.errors[code] >= 0)
+        vt_metric_add(vt_broker_shard(b, core), b->m.errors[code], 1);
+}

@@ -1,0 +1,369 @@
+/* Range actor (see vt_range.h): produce with fencing and idempotency, fetch
+ * below the HWM, on the range's own core. */
+#include "vt_range.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_batch.h"
+#include "vt_clock.h"
+#include "vt_diag.h"
+#include "vt_metrics.h"
+#include "vt_producers.h"
+
+enum { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2 };
+
+struct vt_range_actor *
+vt_range_actor_new(struct vt_broker *b, uint32_t idx)
+{
+    struct vt_range_actor *ra = calloc(1, sizeof(*ra));
+    if (ra == NULL)
+        return NULL;
+    ra->b = b;
+    ra->idx = idx;
+    ra->fencing_epoch = b->ranges[idx].fencing_epoch;
+    return ra;
+}
+
+void
+vt_range_actor_free(struct vt_range_actor *ra)
+{
+    free(ra);
+}
+
+static void
+publish(struct vt_range_actor *ra)
+{
+    if (ra->log == NULL)
+        return;
+    atomic_store_explicit(&ra->next_g, vt_rlog_next_offset(ra->log), memory_order_relaxed);
+    atomic_store_explicit(&ra->committed_g, vt_rlog_committed(ra->log), memory_order_relaxed);
+}
+
+/* ---- answering ------------------------------------------------------------ */
+
+static void
+back_home(struct vt_core *c, const struct vt_msg *m)
+{
+    vt_session_complete(c, m->ptr);
+}
+
+static void
+finish(struct vt_core *c, struct vt_breq *r)
+{
+    if (r->remote)
+        vt_core_reply(c, &r->call, back_home, r, 0);
+    else
+        vt_session_complete(c, r);
+}
+
+static void
+fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    va_end(ap);
+    r->err_code = code;
+    finish(c, r);
+}
+
+/* ---- produce ---------------------------------------------------------------- */
+
+static void
+on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
+{
+    struct vt_breq *r = arg;
+    struct vt_core *c = vt_core_self();
+    publish(r->b->ranges[r->range_idx].actor);
+    if (rc == -ESTALE) {
+        fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
+        return;
+    }
+    if (rc != 0) {
+        fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        return;
+    }
+    if (!r->presp.duplicate) /* a duplicate already carries its original offset */
+        r->presp.base_offset = base;
+    r->presp.record_count = r->records;
+    r->presp.committed_next = vt_rlog_committed(l);
+    finish(c, r);
+}
+
+static const char *
+producer_text(int rc)
+{
+    switch (rc) {
+    case VT_PRODUCER_FENCED: return "producer epoch is older than one this range has seen";
+    case VT_SEQ_FIRST: return "a new producer epoch must start at sequence 0";
+    case VT_SEQ_GAP: return "sequence gap: the batch skips sequences after the last accepted";
+    case VT_SEQ_CONFLICT: return "sequence conflict: these sequences were accepted with other "
+                                 "content";
+    case VT_SEQ_BELOW_WINDOW: return "sequence is older than the idempotency window can prove";
+    default: return "producer state refused the batch";
+    }
+}
+
+static uint16_t
+producer_code(int rc)
+{
+    switch (rc) {
+    case VT_PRODUCER_FENCED: return VT_E_PRODUCER_FENCED;
+    case VT_SEQ_FIRST: return VT_E_SEQUENCE_FIRST;
+    case VT_SEQ_GAP: return VT_E_SEQUENCE_GAP;
+    case VT_SEQ_CONFLICT: return VT_E_SEQUENCE_CONFLICT;
+    case VT_SEQ_BELOW_WINDOW: return VT_E_SEQUENCE_BELOW_WINDOW;
+    default: return VT_E_INVALID_REQUEST;
+    }
+}
+
+static void
+range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
+{
+    if (ra->state != RA_READY) {
+        fail(c, r, VT_E_STORAGE, "range is %s",
+             ra->state == RA_OPENING  ? "still recovering"
+             : ra->state == RA_FAILED ? "failed (see the node log)"
+                                      : "closing");
+        return;
+    }
+    /* The epoch check happens here, on the range's core, right where the
+     * batch is appended; the commit re-checks it before acknowledging. */
+    if (r->fencing_epoch != ra->fencing_epoch) {
+        fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+             (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
+        return;
+    }
+    uint64_t base = 0;
+    int rc = vt_rlog_append(ra->log, r->batch, r->batch_len, ra->fencing_epoch, on_durable, r,
+                            &base);
+    publish(ra);
+    if (rc == VT_RLOG_APPENDED)
+        return; /* on_durable answers */
+    if (rc == VT_RLOG_DUPLICATE) {
+        r->presp.duplicate = 1;
+        r->presp.base_offset = base;
+        int wrc = vt_rlog_when_durable(ra->log, base + r->records, on_durable, r);
+        if (wrc == 0)
+            return;
+        rc = wrc;
+    }
+    if (rc == -EAGAIN)
+        fail(c, r, VT_E_OVERLOADED, "range write budget full: retry");
+    else if (rc == -EIO)
+        fail(c, r, VT_E_STORAGE, "range is poisoned by an I/O error");
+    else if (rc == -ESTALE)
+        fail(c, r, VT_E_FENCED, "range fenced");
+    else if (rc == -EINVAL)
+        fail(c, r, VT_E_INVALID_REQUEST, "batch exceeds the range's limits or is malformed");
+    else
+        fail(c, r, producer_code(rc), "%s (%s)", producer_text(rc), vt_producers_code_name(rc));
+}
+
+/* ---- fetch ------------------------------------------------------------------- */
+
+/* Keeps whole batches up to max_records (at least one). */
+static void
+trim_records(struct vt_breq *r, const uint8_t *buf, size_t len, uint64_t *next)
+{
+    size_t pos = 0;
+    uint64_t recs = 0;
+    while (pos < len) {
+        uint32_t blen = vt_be32_get(buf + pos + 4), n = vt_be32_get(buf + pos + 16);
+        if (pos > 0 && recs + n > r->max_records)
+            break;
+        recs += n;
+        *next = vt_be64_get(buf + pos + 8) + n;
+        pos += blen;
+    }
+    r->len = (uint32_t)pos;
+}
+
+static void
+on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next, void *arg)
+{
+    (void)l;
+    struct vt_breq *r = arg;
+    struct vt_core *c = vt_core_self();
+    if (rc == -ERANGE) {
+        fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
+             (unsigned long long)r->fetch_start);
+        return;
+    }
+    if (rc == -ENOBUFS) {
+        fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
+             r->max_bytes);
+        return;
+    }
+    if (rc != 0) {
+        fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
+        return;
+    }
+    r->next_offset = len ? next : r->fetch_start;
+    trim_records(r, buf, len, &r->next_offset);
+    finish(c, r);
+}
+
+static void
+range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
+{
+    if (ra->state != RA_READY) {
+        fail(c, r, VT_E_STORAGE, "range is not ready");
+        return;
+    }
+    if (r->fencing_epoch != 0 && r->fencing_epoch != ra->fencing_epoch) {
+        fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+             (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
+        return;
+    }
+    r->hwm = vt_rlog_committed(ra->log); /* single node: the HWM is the durable offset */
+    if (r->fetch_start < atomic_load_explicit(&ra->start_g, memory_order_relaxed)) {
+        fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
+             (unsigned long long)r->fetch_start,
+             (unsigned long long)atomic_load(&ra->start_g));
+        return;
+    }
+    if (r->fetch_start >= r->hwm) {
+        r->next_offset = r->fetch_start;
+        r->len = 0;
+        finish(c, r);
+        return;
+    }
+    int rc = vt_rlog_read(ra->log, r->fetch_start, r->hwm, r->max_bytes, r->fetch_dst, on_read,
+                          r);
+    if (rc == -EAGAIN)
+        fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
+    else if (rc != 0)
+        fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+static void
+handle(struct vt_core *c, struct vt_breq *r)
+{
+    struct vt_range_actor *ra = r->b->ranges[r->range_idx].actor;
+    VT_ASSERT(vt_core_id(c) == r->b->ranges[r->range_idx].core);
+    if (r->kind == VT_K_PRODUCE)
+        range_produce(c, ra, r);
+    else
+        range_fetch(c, ra, r);
+}
+
+static void
+on_call(struct vt_core *c, const struct vt_msg *m)
+{
+    struct vt_breq *r = m->ptr;
+    r->remote = true;
+    r->call = *m;
+    handle(c, r);
+}
+
+void
+vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
+{
+    unsigned owner = b->ranges[r->range_idx].core;
+    r->b = b;
+    if (owner == vt_core_id(self)) {
+        r->remote = false;
+        handle(self, r);
+        return;
+    }
+    struct vt_msg m = {.fn = on_call, .ptr = r};
+    if (vt_core_call(self, owner, &m) != 0) {
+        /* The ring to the owner is full: refuse now, retryably. */
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "core %u is saturated: retry", owner);
+        r->remote = false;
+        vt_session_complete(self, r);
+    }
+}
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static void
+on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
+{
+    struct vt_range_actor *ra = arg;
+    struct vt_core *c = vt_core_self();
+    struct vt_metrics_shard *sh = vt_broker_shard(ra->b, c);
+    vt_metric_add(sh, ra->b->m.commits, 1);
+    vt_metric_observe(sh, ra->b->m.commit_batches, batches);
+    vt_metric_observe(sh, ra->b->m.commit_bytes, bytes);
+    vt_metric_observe(sh, ra->b->m.commit_sync, job_ns);
+    publish(ra);
+}
+
+static void
+on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
+        const struct vt_segset_recovery *rec, void *arg)
+{
+    struct vt_range_actor *ra = arg;
+    struct vt_broker_range *br = &ra->b->ranges[ra->idx];
+    if (rc != 0) {
+        ra->state = RA_FAILED;
+        atomic_store(&ra->state_g, RA_FAILED);
+        VT_ERROR("range %s (%s) failed to open: %s [%s]", br->ident.topic, br->dir, err->msg,
+                 err->path);
+        atomic_store(&ra->b->start_failed, 1);
+        return;
+    }
+    ra->log = l;
+    vt_rlog_set_fence(l, ra->fencing_epoch);
+    ra->state = RA_READY;
+    atomic_store(&ra->start_g, 0);
+    publish(ra);
+    atomic_store(&ra->state_g, RA_READY);
+    VT_INFO("range %s recovered: committed %llu, %u sealed segments, %llu uncommitted bytes cut"
+            "%s", br->ident.topic, (unsigned long long)vt_rlog_committed(l),
+            rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
+            rec->created ? " (new range)" : "");
+    if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
+        vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
+}
+
+static void
+range_stop(struct vt_core *c, void *arg)
+{
+    (void)c;
+    struct vt_range_actor *ra = arg;
+    (void)ra; /* the range log finishes in-flight commits in the core's drain */
+}
+
+void
+vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
+{
+    struct vt_broker_range *br = &ra->b->ranges[ra->idx];
+    const struct vt_node_config *cfg = ra->b->cfg;
+    struct vt_rlog_config rc;
+    memset(&rc, 0, sizeof(rc));
+    snprintf(rc.dir, sizeof(rc.dir), "%s", br->dir);
+    rc.set.range = br->ident;
+    vt_log_limits_defaults(&rc.set.limits);
+    rc.set.limits.max_record_bytes = (uint32_t)cfg->limits.max_record_bytes;
+    rc.set.limits.max_batch_bytes = (uint32_t)cfg->limits.max_batch_bytes;
+    rc.set.limits.max_segment_bytes = cfg->limits.max_segment_bytes;
+    rc.set.limits.max_segment_records = cfg->limits.max_segment_records;
+    memcpy(rc.set.node_id, cfg->node_uuid, 16);
+    rc.set.fencing_epoch = ra->fencing_epoch;
+    rc.create = true;
+    rc.max_pending_bytes = cfg->budgets.range_bytes;
+    rc.on_commit = on_commit;
+    rc.on_commit_arg = ra;
+    struct vt_rlog *l;
+    int rc2 = vt_rlog_open(core, &rc, on_open, ra, &l);
+    if (rc2 != 0) {
+        VT_ERROR("range %s: cannot start opening: %s", br->ident.topic, strerror(-rc2));
+        ra->state = RA_FAILED;
+        atomic_store(&ra->b->start_failed, 1);
+    }
+    (void)range_stop;
+}

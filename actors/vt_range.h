@@ -1,0 +1,76 @@
+/* Range actor: one hosted range on its owning core. It owns the range log
+ * (log/vt_rlog.h), the range's fencing epoch, and the counters that status
+ * and metrics read. Sessions hand it requests (struct vt_breq) by message;
+ * answers go back the same way. Everything runs on the owning core. */
+#ifndef VT_RANGE_H
+#define VT_RANGE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vt_broker.h"
+#include "vt_proto.h"
+#include "vt_rlog.h"
+#include "vt_runtime.h"
+
+struct vt_session;
+
+/* A request travelling from a session to a range actor and back. Allocated
+ * and freed by the session's core; while the message is away, only the
+ * range's core touches it. */
+struct vt_breq {
+    /* session side */
+    struct vt_session *sess;
+    struct vt_broker *b;
+    struct vt_breq *next;
+    uint64_t request_id;
+    uint16_t kind;
+    uint64_t start_ns;
+    bool done;
+    uint32_t charged_bytes;   /* budget charged while in flight */
+    /* request */
+    uint32_t range_idx;
+    uint64_t fencing_epoch;
+    uint8_t *batch;
+    uint32_t batch_len, records;
+    uint64_t fetch_start;
+    uint32_t max_bytes, max_records;
+    uint8_t *buf;             /* fetch buffer, allocated (and freed) by the session */
+    uint8_t *fetch_dst;       /* where the range writes up to max_bytes of batches */
+    /* answer */
+    uint16_t err_code;        /* 0 = success */
+    char err_msg[240];
+    struct vt_produce_resp presp;
+    uint64_t next_offset, hwm;
+    uint32_t len;
+    /* routing */
+    bool remote;
+    struct vt_msg call;       /* the call as the range core received it */
+};
+
+/* owner: the range's core (allocated by the main thread before start) */
+struct vt_range_actor {
+    struct vt_broker *b;
+    uint32_t idx;
+    struct vt_rlog *log;
+    int state;                /* 0 opening, 1 ready, 2 failed */
+    uint64_t fencing_epoch;
+    /* single writer: this core; read racily by status and metrics */
+    _Atomic uint64_t start_g, next_g, committed_g;
+    _Atomic int state_g;
+};
+
+struct vt_range_actor *vt_range_actor_new(struct vt_broker *b, uint32_t idx);
+void vt_range_actor_free(struct vt_range_actor *ra);
+/* On the owning core: opens the range log (recovery on the I/O thread). */
+void vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core);
+
+/* On a session's core: routes `r` to its range's core (or runs it here).
+ * The answer arrives via vt_session_complete(). */
+void vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r);
+
+/* Implemented by the session actor: runs on the session's core. */
+void vt_session_complete(struct vt_core *core, struct vt_breq *r);
+
+#endif
