@@ -62,9 +62,9 @@ enc_range(struct vt_wr *w, const struct vt_range_ident *r)
 static int
 dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
 {
-    const char *t;
-    uint32_t tl;
-    const uint8_t *id;
+    const char *t = NULL;
+    uint32_t tl = 0;
+    const uint8_t *id = NULL;
     if (vt_rd_str(r, "range.topic", VT_TOPIC_MAX_BYTES, &t, &tl) ||
         vt_rd_u64(r, "range.topic_epoch", &out->topic_epoch) ||
         vt_rd_raw(r, "range.range_id", 16, &id) ||
@@ -135,7 +135,7 @@ vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hell
                              const char **why)
 {
     struct vt_rd r;
-    const uint8_t *cid, *nonce;
+    const uint8_t *cid = NULL, *nonce = NULL;
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     if (vt_rd_raw(&r, "cluster_id", 16, &cid))
@@ -177,7 +177,7 @@ vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hell
                              const char **why)
 {
     struct vt_rd r;
-    const uint8_t *cid, *nonce;
+    const uint8_t *cid = NULL, *nonce = NULL;
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     if (vt_rd_raw(&r, "cluster_id", 16, &cid))

@@ -478,6 +478,7 @@ write_answer(struct vt_session *s, struct vt_breq *r)
         kind = VT_K_NODE_STATUS_RESP;
     } else {
         kind = VT_K_PONG;
+        payload = NULL;
         len = 0;
     }
     uint8_t hdr[VT_FRAME_HEADER_BYTES];
