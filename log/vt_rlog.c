@@ -37,7 +37,7 @@ struct batch_buf {
     uint32_t n_notes;
 };
 
-enum job_kind { JOB_OPEN = 1, JOB_COMMIT, JOB_CLOSE };
+enum job_kind { JOB_OPEN = 1, JOB_COMMIT, JOB_CLOSE, JOB_RECOVER };
 
 struct read_job {
     struct vt_io_req req;
@@ -59,6 +59,7 @@ struct vt_rlog {
     struct vt_producer_journal *journal; /* borrowed by the I/O thread like `set` */
     struct vt_producers *prod;
     bool ready, poisoned, closing, job_busy;
+    bool recovering; /* after ENOSPC: cutting back to the commit point */
     uint64_t next, committed;
     uint64_t fence; /* appends under a lower leader epoch are stale */
     struct batch_buf pending, flight;
@@ -164,6 +165,20 @@ commit_job(const struct vt_file_ops *ops, void *arg)
     return rc;
 }
 
+/* After a clean ENOSPC refusal: drop whatever was written past the commit
+ * point and hand the core a fresh copy of the producer frontier. */
+static int64_t
+recover_job(const struct vt_file_ops *ops, void *arg)
+{
+    (void)ops;
+    struct vt_rlog *l = arg;
+    l->job_rc = vt_segset_truncate(l->set, vt_segset_committed(l->set), &l->job_err);
+    if (l->job_rc == 0)
+        l->job_rc = vt_segset_load_producers(l->set, &l->job_prod, &l->job_err);
+    l->job_committed = vt_segset_committed(l->set);
+    return l->job_rc;
+}
+
 static int64_t
 close_job(const struct vt_file_ops *ops, void *arg)
 {
@@ -265,6 +280,21 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     l->flight.len = 0;
     l->flight.batches = 0;
     l->flight.n_notes = 0;
+    if (l->job_rc == -ENOSPC && !vt_segset_poisoned(l->set)) {
+        /* A clean refusal: nothing was committed. Every batch not yet durable
+         * was given an offset after the failed ones, so all of them fail
+         * (retryably); the log returns to its commit point. */
+        VT_WARN_RL(10000, "range log %s: out of space, refusing writes until it clears",
+                   l->cfg.dir);
+        l->pending.len = 0;
+        l->pending.batches = 0;
+        l->pending.n_notes = 0;
+        fire_waiters(l, -ENOSPC);
+        l->recovering = true;
+        if (submit_job(l, JOB_RECOVER, recover_job) != 0)
+            l->poisoned = true; /* cannot happen: this job's slot was just freed */
+        return;
+    }
     if (l->job_rc != 0) {
         if (!l->poisoned)
             VT_ERROR("range log %s poisoned: %s (%s)", l->cfg.dir, l->job_err.msg,
@@ -296,6 +326,19 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     case JOB_CLOSE:
         finish_close(l);
         return;
+    case JOB_RECOVER:
+        l->recovering = false;
+        if (l->job_rc != 0) {
+            l->poisoned = true;
+            VT_ERROR("range log %s poisoned while recovering from ENOSPC: %s", l->cfg.dir,
+                     l->job_err.msg);
+        } else {
+            vt_producers_free(l->prod);
+            l->prod = l->job_prod;
+            l->job_prod = NULL;
+            l->committed = l->next = l->job_committed;
+        }
+        break;
     }
     if (l->closing && !l->job_busy && l->reads_in_flight == 0) {
         int rc = submit_job(l, JOB_CLOSE, close_job);
@@ -363,6 +406,8 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
         return -ECANCELED;
     if (leader_epoch < l->fence)
         return -ESTALE;
+    if (l->recovering)
+        return -EAGAIN;
     struct vt_batch_hdr h;
     const char *why;
     const struct vt_log_limits *lim = vt_segset_limits(l->set); /* immutable while open */

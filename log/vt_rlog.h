@@ -44,8 +44,10 @@ struct vt_rlog_stats {
 
 typedef void vt_rlog_open_cb(struct vt_rlog *l, int rc, const struct vt_log_err *err,
                              const struct vt_segset_recovery *rec, void *arg);
-/* rc 0: durable through the batch; else the append failed (the range is
- * poisoned, or ENOSPC): nothing was acknowledged. */
+/* rc 0: durable through the batch; else the append failed and nothing was
+ * acknowledged: -ENOSPC (retryable: the log went back to its commit point
+ * and accepts appends again once that is done), -ESTALE (fenced), -EIO
+ * (poisoned: reopen), -ECANCELED (closed). */
 typedef void vt_rlog_durable_cb(struct vt_rlog *l, int rc, uint64_t base_offset, void *arg);
 typedef void vt_rlog_read_cb(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len,
                              uint64_t next, void *arg);
