@@ -11,7 +11,7 @@ enum {
     CTL_EXIT_OK = 0,
     CTL_EXIT_FAIL = 1,    /* the operation failed (I/O, refusal, ...) */
     CTL_EXIT_USAGE = 2,   /* bad command line */
-    CTL_EXIT_CORRUPT = 3, /* corrupt artifact */
+    CTL_EXIT_CORRUPT = 3, /* corrupt artifact (segment); produce: connection lost */
     CTL_EXIT_PIN = 4,     /* intact, but not the pinned content root */
 };
 

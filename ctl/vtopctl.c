@@ -1,23 +1,28 @@
 /* vtopctl: the admin and test client. main(), the top-level command table
  * and the dispatch/usage helpers every command file uses (ctl.h). Each
  * command group lives in its own ctl_<group>.c and adds one row to
- * `commands` below (later: produce, verify, node status, meta ...). */
+ * `commands` below (later: meta ...). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_client.h"
 #include "ctl_segment.h"
 
 static const char top_usage[] =
     "usage: vtopctl [--help] [--version] <command> [<args>]\n"
     "\n"
     "Every command accepts --help. Exit codes: 0 ok, 1 failure, 2 usage,\n"
-    "3 corrupt artifact, 4 content-root pin mismatch.\n";
+    "3 corrupt artifact (segment) or connection lost (produce), 4 content-root\n"
+    "pin mismatch.\n";
 
 static const struct ctl_command commands[] = {
     {"segment", ctl_segment_main, "inspect, seal and verify segment files offline"},
+    {"produce", ctl_produce_main, "write deterministic test records to a running node"},
+    {"verify", ctl_verify_main, "read a range back from a running node and check it"},
+    {"node", ctl_node_main, "ask a running node about itself (node status)"},
 };
 
 void

@@ -1,0 +1,36 @@
+/* vtopctl commands that talk to a running vtop-node over the native
+ * protocol (produce, verify, node status), and the option/config helpers
+ * they share (ctl_client.c). Each runs on vtopctl's own thread and blocks
+ * on its socket through the vt_client library. */
+#ifndef VT_CTL_CLIENT_H
+#define VT_CTL_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vt_client_config.h"
+
+/* Exit code of `produce` when the connection is lost mid-run (SPEC §7). */
+#define CTL_EXIT_INTERRUPTED 3
+
+/* argv[0] is the command's own name. Each returns a vtopctl exit code. */
+int ctl_produce_main(int argc, char **argv);
+int ctl_verify_main(int argc, char **argv);
+int ctl_node_main(int argc, char **argv);
+
+/* Resets getopt for a (sub)command's argv (GNU full reinitialisation). */
+void ctl_opt_reset(void);
+/* Maps getopt_long's ':' / '?' to a usage error (exit 2). */
+int ctl_opt_error(int c, char **argv, const char *usage);
+/* Refuses positional arguments left after the options (exit 2), else 0. */
+int ctl_opt_no_positional(int argc, char **argv, const char *usage);
+/* Parses a decimal flag value in [min, max]. 0, or prints a usage error and
+ * returns CTL_EXIT_USAGE. */
+int ctl_opt_u64(const char *usage, const char *flag, const char *text, uint64_t min, uint64_t max,
+                uint64_t *out);
+
+/* Loads the client config; on failure prints the file:line:key message and
+ * returns CTL_EXIT_USAGE (a bad config is a usage error), else 0. */
+int ctl_client_config_load(const char *path, struct vt_client_config *cfg);
+
+#endif

@@ -1,0 +1,193 @@
+/* `vtopctl node status`: asks a running vtop-node for the offsets of every
+ * range it hosts (NodeStatus) and prints them. Exit: 0 ok, 1 the node could
+ * not be reached or refused, 2 usage or bad config. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctl_client.h"
+#include "vt_client.h"
+#include "vt_log_types.h"
+
+#define NODE_HELP (-1)
+
+static const char node_usage[] = "usage: vtopctl node <command> [<args>]\n";
+
+static const char status_usage[] =
+    "usage: vtopctl node status --config CLIENT.yaml [--json] [--timeout-seconds T]\n"
+    "                           [--role admin|producer|consumer]\n"
+    "\n"
+    "Connects to the node in CLIENT.yaml and prints, for every range it hosts:\n"
+    "topic, topic epoch, range id, generation, fencing epoch, first retained\n"
+    "offset (start), next offset, committed offset, HWM and state.\n"
+    "\n"
+    "  --config PATH          client config (YAML)\n"
+    "  --json                 print one JSON object\n"
+    "  --timeout-seconds T    connect and answer timeout (default 5)\n"
+    "  --role R               role to authenticate as (default admin)\n"
+    "\n"
+    "Exit: 0 ok, 1 unreachable or refused, 2 usage or bad config.\n";
+
+struct status_opts {
+    const char *config;
+    bool json;
+    uint64_t timeout_s;
+    uint8_t role;
+};
+
+static int
+parse_role(const char *s, uint8_t *role)
+{
+    if (strcmp(s, "admin") == 0)
+        *role = VT_ROLE_ADMIN;
+    else if (strcmp(s, "producer") == 0)
+        *role = VT_ROLE_PRODUCER;
+    else if (strcmp(s, "consumer") == 0)
+        *role = VT_ROLE_CONSUMER;
+    else
+        return ctl_usage_error(status_usage, "--role: '%s' is not admin, producer or consumer",
+                               s);
+    return 0;
+}
+
+static int
+parse_opts(int argc, char **argv, struct status_opts *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"timeout-seconds", required_argument, NULL, 't'},
+        {"role", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (struct status_opts){.timeout_s = 5, .role = VT_ROLE_ADMIN};
+    ctl_opt_reset();
+    int c, rc = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(status_usage, stdout); return NODE_HELP;
+        case 'c': o->config = optarg; break;
+        case 'j': o->json = true; break;
+        case 't':
+            rc = ctl_opt_u64(status_usage, "--timeout-seconds", optarg, 1, 3600, &o->timeout_s);
+            break;
+        case 'r': rc = parse_role(optarg, &o->role); break;
+        default: return ctl_opt_error(c, argv, status_usage);
+        }
+    }
+    if (rc != 0)
+        return rc;
+    if (ctl_opt_no_positional(argc, argv, status_usage) != 0)
+        return CTL_EXIT_USAGE;
+    if (o->config == NULL)
+        return ctl_usage_error(status_usage, "--config is required");
+    return 0;
+}
+
+static const char *
+state_name(uint8_t s)
+{
+    return s == 0 ? "opening" : s == 1 ? "ready" : s == 2 ? "failed" : "unknown";
+}
+
+static void
+print_range_json(const struct vt_range_status *s)
+{
+    char id[37];
+    vt_uuid_format(s->range.range_id, id);
+    printf("{\"topic\":");
+    ctl_json_str(s->range.topic);
+    printf(",\"topic_epoch\":%" PRIu64 ",\"range_id\":\"%s\",\"range_generation\":%" PRIu64
+           ",\"fencing_epoch\":%" PRIu64 ",\"start_offset\":%" PRIu64 ",\"next_offset\":%" PRIu64
+           ",\"committed\":%" PRIu64 ",\"hwm\":%" PRIu64 ",\"state\":\"%s\"}",
+           s->range.topic_epoch, id, s->range.range_generation, s->fencing_epoch,
+           s->start_offset, s->next_offset, s->committed, s->hwm, state_name(s->state));
+}
+
+static void
+print_status(const struct vt_node_status_resp *st, bool json)
+{
+    if (json) {
+        printf("{\"node_id\":");
+        ctl_json_str(st->node_id);
+        printf(",\"ranges\":[");
+        for (uint32_t i = 0; i < st->n_ranges; i++) {
+            if (i > 0)
+                putchar(',');
+            print_range_json(&st->ranges[i]);
+        }
+        printf("]}\n");
+        return;
+    }
+    printf("node %s ranges=%" PRIu32 "\n", st->node_id, st->n_ranges);
+    for (uint32_t i = 0; i < st->n_ranges; i++) {
+        const struct vt_range_status *s = &st->ranges[i];
+        char id[37];
+        vt_uuid_format(s->range.range_id, id);
+        printf("range topic=%s topic_epoch=%" PRIu64 " range_id=%s generation=%" PRIu64
+               " fencing_epoch=%" PRIu64 " start=%" PRIu64 " next=%" PRIu64 " committed=%" PRIu64
+               " hwm=%" PRIu64 " state=%s\n",
+               s->range.topic, s->range.topic_epoch, id, s->range.range_generation,
+               s->fencing_epoch, s->start_offset, s->next_offset, s->committed, s->hwm,
+               state_name(s->state));
+    }
+}
+
+static int
+status_run(const struct status_opts *o, struct vt_client_config *cfg)
+{
+    cfg->connect_timeout_ms = o->timeout_s * 1000;
+    cfg->request_timeout_ms = o->timeout_s * 1000;
+    struct vt_client *c = NULL;
+    char err[600];
+    if (vt_client_connect(cfg, o->role, &c, err, sizeof(err)) != 0) {
+        ctl_errorf("node status: %s", err);
+        return CTL_EXIT_FAIL;
+    }
+    struct vt_node_status_resp st = {.ranges = calloc(VT_PROTO_STATUS_MAX_RANGES,
+                                                      sizeof(struct vt_range_status))};
+    int rc = CTL_EXIT_FAIL;
+    if (st.ranges == NULL)
+        ctl_errorf("node status: out of memory");
+    else if (vt_client_node_status(c, &st) != 0)
+        ctl_errorf("node status: %s", vt_client_last_error(c));
+    else
+        rc = CTL_EXIT_OK;
+    if (rc == CTL_EXIT_OK)
+        print_status(&st, o->json);
+    free(st.ranges);
+    vt_client_close(c);
+    return rc;
+}
+
+static int
+node_status_main(int argc, char **argv)
+{
+    struct status_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc == NODE_HELP)
+        return CTL_EXIT_OK;
+    if (rc != 0)
+        return rc;
+    struct vt_client_config cfg;
+    rc = ctl_client_config_load(o.config, &cfg);
+    if (rc != 0)
+        return rc;
+    rc = status_run(&o, &cfg);
+    vt_client_config_free(&cfg);
+    return rc;
+}
+
+int
+ctl_node_main(int argc, char **argv)
+{
+    static const struct ctl_command cmds[] = {
+        {"status", node_status_main, "offsets and state of every range a running node hosts"},
+    };
+    return ctl_dispatch("vtopctl node", node_usage, cmds, VT_ARRAY_LEN(cmds), argc, argv);
+}

@@ -1,0 +1,413 @@
+/* `vtopctl produce`: writes N deterministic records (vt_content.h) to the
+ * configured range with pipelined Produce requests, checks every
+ * acknowledgement, and keeps a crash-safe count of acknowledged records.
+ *
+ * Exit codes: 0 all acked, 1 broker error or broken acknowledgement, 2 usage,
+ * 3 connection lost mid-run (the acked count printed and in --acked-file is
+ * exactly what the node acknowledged). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "ctl_client.h"
+#include "vt_client.h"
+#include "vt_content.h"
+#include "vt_file.h"
+
+/* Consecutive retryable refusals (Overloaded, Storage) before giving up. */
+#define PRODUCE_MAX_RETRIES 100u
+#define PRODUCE_BACKOFF_FIRST_MS 5u
+#define PRODUCE_BACKOFF_MAX_MS 500u
+/* Room for the Produce fields around the batch (range, epochs, prefixes). */
+#define PRODUCE_REQ_OVERHEAD_BYTES 320u
+#define PRODUCE_HELP (-1)
+
+static const char produce_usage[] =
+    "usage: vtopctl produce --config CLIENT.yaml --records N [--batch B] [--value-bytes V]\n"
+    "                       [--first-sequence S] [--durability local|quorum]\n"
+    "                       [--acked-file PATH] [--inflight K] [--json]\n"
+    "\n"
+    "Produces N records to the range in CLIENT.yaml. Record k (k = S, S+1, ...)\n"
+    "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
+    "byte i = (31k + i) mod 256. Batches of B records carry producer id =\n"
+    "principal, the configured producer epoch and base sequence = k of their\n"
+    "first record; up to K batches are in flight.\n"
+    "\n"
+    "  --config PATH         client config (YAML)\n"
+    "  --records N           records to produce\n"
+    "  --batch B             records per batch (default 128)\n"
+    "  --value-bytes V       value size (default 128)\n"
+    "  --first-sequence S    sequence of the first record (default 0)\n"
+    "  --durability D        local (default) or quorum\n"
+    "  --acked-file PATH     after every acknowledged batch, atomically replace\n"
+    "                        PATH with the acknowledged record count\n"
+    "  --inflight K          batches in flight (default 32, capped by the node)\n"
+    "  --json                print the result as one JSON object\n"
+    "\n"
+    "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
+    "broken acknowledgement, 2 usage or bad config, 3 connection lost\n"
+    "(`produce_interrupted acked_total=N`).\n";
+
+struct produce_opts {
+    const char *config;
+    uint64_t records;
+    bool have_records;
+    uint64_t batch;
+    uint64_t value_bytes;
+    uint64_t first_seq;
+    uint8_t durability;
+    const char *acked_file;
+    uint64_t inflight;
+    bool json;
+};
+
+/* One batch sent and not yet acknowledged. */
+struct produce_slot {
+    uint64_t request_id;
+    uint64_t first; /* sequence of its first record */
+    uint32_t count;
+};
+
+struct produce_run {
+    const struct produce_opts *o;
+    struct vt_client_config cfg;
+    struct vt_client *client;
+    struct vt_content_builder builder;
+    uint8_t *batch_buf;
+    size_t batch_cap;
+    struct produce_slot *slots; /* ring of `window` */
+    uint32_t window, head, len;
+    uint64_t next_seq, end_seq;
+    uint64_t acked_total, batches, duplicates, retries;
+    uint32_t retry_streak;
+    struct vt_content_acks acks; /* offsets acknowledged so far */
+};
+
+/* ---- options --------------------------------------------------------------- */
+
+static int
+parse_durability(const char *s, uint8_t *out)
+{
+    if (strcmp(s, "local") == 0)
+        *out = VT_DUR_LOCAL;
+    else if (strcmp(s, "quorum") == 0)
+        *out = VT_DUR_QUORUM;
+    else
+        return ctl_usage_error(produce_usage, "--durability: '%s' is not local or quorum", s);
+    return 0;
+}
+
+static int
+parse_one(int c, struct produce_opts *o)
+{
+    const char *u = produce_usage;
+    switch (c) {
+    case 'c': o->config = optarg; return 0;
+    case 'n':
+        o->have_records = true;
+        return ctl_opt_u64(u, "--records", optarg, 0, INT64_MAX, &o->records);
+    case 'b': return ctl_opt_u64(u, "--batch", optarg, 1, VT_BATCH_MAX_RECORDS, &o->batch);
+    case 'v':
+        return ctl_opt_u64(u, "--value-bytes", optarg, 0, VT_CONTENT_MAX_VALUE_BYTES,
+                           &o->value_bytes);
+    case 's': return ctl_opt_u64(u, "--first-sequence", optarg, 0, INT64_MAX, &o->first_seq);
+    case 'd': return parse_durability(optarg, &o->durability);
+    case 'a': o->acked_file = optarg; return 0;
+    case 'k': return ctl_opt_u64(u, "--inflight", optarg, 1, 4096, &o->inflight);
+    case 'j': o->json = true; return 0;
+    default: return -1;
+    }
+}
+
+/* 0 to run, PRODUCE_HELP after printing --help, or an exit code. */
+static int
+parse_opts(int argc, char **argv, struct produce_opts *o)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"records", required_argument, NULL, 'n'},
+        {"batch", required_argument, NULL, 'b'},
+        {"value-bytes", required_argument, NULL, 'v'},
+        {"first-sequence", required_argument, NULL, 's'},
+        {"durability", required_argument, NULL, 'd'},
+        {"acked-file", required_argument, NULL, 'a'},
+        {"inflight", required_argument, NULL, 'k'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (struct produce_opts){.batch = 128, .value_bytes = 128, .durability = VT_DUR_LOCAL,
+                               .inflight = 32};
+    ctl_opt_reset();
+    int c;
+    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(produce_usage, stdout);
+            return PRODUCE_HELP;
+        }
+        int rc = parse_one(c, o);
+        if (rc > 0)
+            return rc;
+        if (rc < 0)
+            return ctl_opt_error(c, argv, produce_usage);
+    }
+    if (ctl_opt_no_positional(argc, argv, produce_usage) != 0)
+        return CTL_EXIT_USAGE;
+    if (o->config == NULL)
+        return ctl_usage_error(produce_usage, "--config is required");
+    if (!o->have_records)
+        return ctl_usage_error(produce_usage, "--records is required");
+    if (o->first_seq > (uint64_t)INT64_MAX - o->records)
+        return ctl_usage_error(produce_usage, "--first-sequence + --records exceeds 2^63 - 1");
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void
+print_result(const struct produce_run *r, const char *status, const char *error)
+{
+    const struct produce_opts *o = r->o;
+    if (o->json) {
+        printf("{\"status\":\"%s\",\"acked_total\":%" PRIu64 ",\"batches\":%" PRIu64
+               ",\"duplicates\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"first_sequence\":%" PRIu64,
+               status, r->acked_total, r->batches, r->duplicates, r->retries, o->first_seq);
+        if (r->acks.have_any)
+            printf(",\"first_offset\":%" PRIu64 ",\"next_offset\":%" PRIu64
+                   ",\"committed_next\":%" PRIu64,
+                   r->acks.first_offset, r->acks.next_offset, r->acks.committed_next);
+        if (error != NULL) {
+            printf(",\"error\":");
+            ctl_json_str(error);
+        }
+        printf("}\n");
+        return;
+    }
+    printf("%s acked_total=%" PRIu64 " batches=%" PRIu64 " duplicates=%" PRIu64
+           " retries=%" PRIu64,
+           status, r->acked_total, r->batches, r->duplicates, r->retries);
+    if (r->acks.have_any)
+        printf(" first_offset=%" PRIu64 " next_offset=%" PRIu64 " committed_next=%" PRIu64,
+               r->acks.first_offset, r->acks.next_offset, r->acks.committed_next);
+    printf("\n");
+}
+
+/* Prints the failure and returns `code`. */
+static int
+finish_error(struct produce_run *r, int code, const char *msg)
+{
+    ctl_errorf("produce: %s", msg);
+    print_result(r, code == CTL_EXIT_INTERRUPTED ? "produce_interrupted" : "produce_failed", msg);
+    return code;
+}
+
+/* A client failure: connection lost (exit 3) or anything else (exit 1). */
+static int
+finish_client_error(struct produce_run *r, int rc)
+{
+    const char *msg = vt_client_last_error(r->client);
+    bool lost = vt_client_broken(r->client) && rc != -EREMOTEIO && rc != -EPROTO;
+    return finish_error(r, lost ? CTL_EXIT_INTERRUPTED : CTL_EXIT_FAIL, msg);
+}
+
+/* ---- acknowledgements ---------------------------------------------------------- */
+
+static int
+write_acked(struct produce_run *r)
+{
+    if (r->o->acked_file == NULL)
+        return 0;
+    char err[600];
+    if (vt_content_acked_write(&vt_file_posix, r->o->acked_file, r->acked_total, err,
+                               sizeof(err)) != 0)
+        return finish_error(r, CTL_EXIT_FAIL, err);
+    return 0;
+}
+
+static struct produce_slot *
+slot_at(struct produce_run *r, uint32_t i)
+{
+    return &r->slots[(r->head + i) % r->window];
+}
+
+static void
+slot_pop(struct produce_run *r)
+{
+    r->head = (r->head + 1) % r->window;
+    r->len--;
+}
+
+/* ---- sending ------------------------------------------------------------------- */
+
+static int
+send_next(struct produce_run *r)
+{
+    uint64_t left = r->end_seq - r->next_seq;
+    uint32_t n = left < r->o->batch ? (uint32_t)left : (uint32_t)r->o->batch;
+    long len = vt_content_batch_encode(&r->builder, r->batch_buf, r->batch_cap, r->cfg.principal,
+                                       r->cfg.producer_epoch, r->next_seq, n);
+    VT_ASSERT(len > 0);
+    struct vt_produce_req req = {.range = r->cfg.range_ident,
+                                 .fencing_epoch = r->cfg.fencing_epoch,
+                                 .durability = r->o->durability,
+                                 .batch = r->batch_buf,
+                                 .batch_len = (uint32_t)len};
+    struct produce_slot *s = slot_at(r, r->len);
+    int rc = vt_client_produce_async(r->client, &req, &s->request_id);
+    if (rc != 0)
+        return rc;
+    s->first = r->next_seq;
+    s->count = n;
+    r->len++;
+    r->next_seq += n;
+    return 0;
+}
+
+static void
+sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* The oldest batch was refused with a retryable error. The batches behind
+ * it depend on it, so each must be refused too (retryable, or SequenceGap);
+ * collect their answers, back off, and resend from the refused batch. */
+static int
+rewind_after_refusal(struct produce_run *r)
+{
+    uint64_t refused_first = slot_at(r, 0)->first;
+    char first_err[600];
+    snprintf(first_err, sizeof(first_err), "%s", vt_client_last_error(r->client));
+    slot_pop(r);
+    if (++r->retry_streak > PRODUCE_MAX_RETRIES) {
+        char msg[700];
+        snprintf(msg, sizeof(msg), "gave up after %u retries: %s", PRODUCE_MAX_RETRIES,
+                 first_err);
+        return finish_error(r, CTL_EXIT_FAIL, msg);
+    }
+    r->retries++;
+    while (r->len > 0) {
+        struct produce_slot s = *slot_at(r, 0);
+        struct vt_produce_resp a;
+        int rc = vt_client_produce_wait(r->client, s.request_id, &a);
+        slot_pop(r);
+        if (rc == 0) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "the node accepted sequence %" PRIu64 " after refusing "
+                     "sequence %" PRIu64, s.first, refused_first);
+            return finish_error(r, CTL_EXIT_FAIL, msg);
+        }
+        if (rc != -EREMOTEIO)
+            return finish_client_error(r, rc);
+        const struct vt_error_msg *e = vt_client_server_error(r->client);
+        if (!e->retryable && e->code != VT_E_SEQUENCE_GAP)
+            return finish_client_error(r, rc);
+    }
+    uint32_t shift = r->retry_streak - 1 < 10 ? r->retry_streak - 1 : 10;
+    uint64_t ms = (uint64_t)PRODUCE_BACKOFF_FIRST_MS << shift;
+    sleep_ms(ms < PRODUCE_BACKOFF_MAX_MS ? ms : PRODUCE_BACKOFF_MAX_MS);
+    r->next_seq = refused_first;
+    return 0;
+}
+
+static int
+produce_loop(struct produce_run *r)
+{
+    while (r->acked_total < r->o->records) {
+        while (r->len < r->window && r->next_seq < r->end_seq) {
+            int rc = send_next(r);
+            if (rc != 0)
+                return finish_client_error(r, rc);
+        }
+        struct produce_slot s = *slot_at(r, 0);
+        struct vt_produce_resp a;
+        int rc = vt_client_produce_wait(r->client, s.request_id, &a);
+        if (rc == -EREMOTEIO && !vt_client_broken(r->client) &&
+            vt_client_server_error(r->client)->retryable) {
+            rc = rewind_after_refusal(r);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
+        if (rc != 0)
+            return finish_client_error(r, rc);
+        slot_pop(r);
+        if (vt_content_ack_check(&r->acks, s.first, s.count, &a) != 0)
+            return finish_error(r, CTL_EXIT_FAIL, r->acks.why);
+        r->acked_total += s.count;
+        r->batches++;
+        r->duplicates += a.duplicate;
+        r->retry_streak = 0;
+        rc = write_acked(r);
+        if (rc != 0)
+            return rc;
+    }
+    print_result(r, "produce_done", NULL);
+    return CTL_EXIT_OK;
+}
+
+/* Checks the options against the negotiated session and allocates. */
+static int
+produce_prepare(struct produce_run *r)
+{
+    const struct produce_opts *o = r->o;
+    const struct vt_server_hello *sess = vt_client_session(r->client);
+    if (o->batch > sess->max_records)
+        return ctl_usage_error(produce_usage, "--batch %" PRIu64 " exceeds the node's max_records "
+                               "%" PRIu32, o->batch, sess->max_records);
+    r->batch_cap = vt_content_batch_size((uint32_t)o->batch, (uint32_t)o->value_bytes);
+    if (r->batch_cap + PRODUCE_REQ_OVERHEAD_BYTES + VT_FRAME_HEADER_BYTES > sess->max_frame)
+        return ctl_usage_error(produce_usage, "a batch of %" PRIu64 " records of %" PRIu64
+                               " value bytes (%zu bytes) does not fit the node's max frame of %"
+                               PRIu32 " bytes", o->batch, o->value_bytes, r->batch_cap,
+                               sess->max_frame);
+    r->window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight : sess->max_inflight;
+    r->batch_buf = malloc(r->batch_cap);
+    r->slots = calloc(r->window, sizeof(*r->slots));
+    if (r->batch_buf == NULL || r->slots == NULL ||
+        vt_content_builder_init(&r->builder, (uint32_t)o->batch, (uint32_t)o->value_bytes) != 0) {
+        ctl_errorf("produce: out of memory");
+        return CTL_EXIT_FAIL;
+    }
+    r->next_seq = o->first_seq;
+    r->end_seq = o->first_seq + o->records;
+    return write_acked(r);
+}
+
+int
+ctl_produce_main(int argc, char **argv)
+{
+    struct produce_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc == PRODUCE_HELP)
+        return CTL_EXIT_OK;
+    if (rc != 0)
+        return rc;
+    struct produce_run r = {.o = &o};
+    rc = ctl_client_config_load(o.config, &r.cfg);
+    if (rc != 0)
+        return rc;
+    char err[600];
+    if (vt_client_connect(&r.cfg, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
+        ctl_errorf("produce: %s", err);
+        vt_client_config_free(&r.cfg);
+        return CTL_EXIT_FAIL;
+    }
+    rc = produce_prepare(&r);
+    if (rc == 0)
+        rc = produce_loop(&r);
+    vt_content_builder_free(&r.builder);
+    free(r.batch_buf);
+    free(r.slots);
+    vt_client_close(r.client);
+    vt_client_config_free(&r.cfg);
+    return rc;
+}
