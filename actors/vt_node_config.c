@@ -193,6 +193,13 @@ node_validate(void *obj, char *msg, size_t msg_len)
         snprintf(msg, msg_len, "limits.max_segment must be at least limits.max_batch");
         return -EINVAL;
     }
+    if (c->budgets.connection_bytes < c->limits.max_batch_bytes ||
+        c->budgets.range_bytes < c->limits.max_batch_bytes ||
+        c->budgets.core_bytes < c->limits.max_batch_bytes) {
+        snprintf(msg, msg_len, "budgets.connection, .range and .core must each hold at least "
+                 "one limits.max_batch, or a full batch could never be accepted");
+        return -EINVAL;
+    }
     if (c->native.max_frame_bytes < c->limits.max_batch_bytes + 512 && c->has_native) {
         snprintf(msg, msg_len, "native.max_frame must exceed limits.max_batch by 512 bytes "
                  "(frame and produce headers)");

@@ -337,6 +337,12 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
     uint64_t cap = m.max_bytes;
     if (cap > room)
         cap = room;
+    /* A fetch is charged its whole cap: a cap above a budget could never
+     * pass budget_check, so Overloaded would be retried forever. */
+    if (cap > s->b->cfg->budgets.connection_bytes)
+        cap = s->b->cfg->budgets.connection_bytes;
+    if (cap > s->b->core_budget)
+        cap = s->b->core_budget;
     if (cap > s->credit)
         cap = s->credit;
     if (cap == 0) {
