@@ -52,7 +52,10 @@ vt_segset__poison(struct vt_segset *s, struct vt_log_err *err, int code, const c
 {
     if (code != -ENOSPC)
         s->poisoned = true;
-    return vt_log_err_set(err, code, path, "%s: %s%s", what, strerror(-code),
+    char p[sizeof(err->path)], w[sizeof(err->msg)]; /* callers pass err->path / err->msg */
+    snprintf(p, sizeof(p), "%s", path ? path : "");
+    snprintf(w, sizeof(w), "%s", what);
+    return vt_log_err_set(err, code, p, "%s: %s%s", w, strerror(-code),
                           s->poisoned ? " (segment set poisoned: reopen to recover)" : "");
 }
 

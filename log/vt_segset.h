@@ -11,7 +11,9 @@
  *
  * Any write or sync error other than ENOSPC "poisons" the set: every later
  * mutation fails with -EIO until it is reopened (the state on disk is then
- * whatever recovery proves). ENOSPC is a clean refusal: nothing changes. */
+ * whatever recovery proves). ENOSPC is a clean refusal: nothing changes --
+ * except past the point of no return of a roll (the seal) or of a truncation
+ * across segments (its intent), where it poisons too and returns -EIO. */
 #ifndef VT_SEGSET_H
 #define VT_SEGSET_H
 

@@ -62,6 +62,10 @@ int vt_segset__index_push(struct vt_seg *g, const struct vt_index_entry *e);
 /* Index maintenance for a batch at [base, base+count) written at `pos`. */
 int vt_segset__index_add(struct vt_seg *g, uint32_t stride, uint64_t base, uint32_t count,
                          uint64_t pos);
+/* Writes the tail's boundary (next, end) into the slot not holding the
+ * current sequence and fdatasyncs it; poisons on failure. */
+int vt_segset__write_boundary(struct vt_segset *s, uint64_t next, uint64_t end,
+                              struct vt_log_err *err);
 /* Scans batches of segment `g` from `pos` to `end` (fd must be open),
  * validating each; calls `fn` per batch. -EBADMSG with err on damage. */
 typedef int vt_segset_scan_fn(void *arg, const uint8_t *batch, const struct vt_batch_hdr *h,

@@ -525,6 +525,11 @@ recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec, struct vt_log_
                             (unsigned long long)scanned_next);
     if (rc == 0)
         rc = cut_uncommitted(s, g, path, &rec->truncated_bytes, err);
+    /* The boundary read may be page cache only: after a failed fdatasync
+     * (Linux marks the pages clean) it stays readable but never reaches the
+     * disk. Writing it again makes what this open trusts durable. */
+    if (rc == 0)
+        rc = vt_segset__write_boundary(s, s->committed_next, s->committed_end, err);
     if (rc != 0) {
         vt_producers_free(p);
         return rc;
@@ -594,8 +599,39 @@ finish_roll(struct vt_segset *s, const struct catalog *c, struct vt_segset_recov
 
 /* ---- open ------------------------------------------------------------------- */
 
+/* A creation writes range-0.commit (nothing committed) before range-0.active.
+ * 1 if the lone boundary at 0 says nothing was ever committed: a creation
+ * that never finished (or whose first open re-persisted the boundary), which
+ * may be redone without losing anything; 0 if not; or a read error. */
 static int
-run_catalog(struct vt_segset *s, struct catalog *c, struct vt_log_err *err)
+interrupted_create(struct vt_segset *s, const struct catalog *c, struct vt_log_err *err)
+{
+    if (c->nb != 1 || c->b[0].base != 0 || c->b[0].have != B_COMMIT)
+        return 0;
+    char path[PATH_MAX];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (vt_segset__path(s, 0, "commit", path, sizeof(path)) != 0)
+        return vt_log_err_set(err, -ENAMETOOLONG, s->dir, "path too long");
+    int rc = vt_fs_read_all(s->ops, path, VT_COMMIT_FILE_BYTES, &buf, &len, err);
+    if (rc != 0)
+        return rc == -EFBIG ? 0 : rc; /* too long: not a boundary a creation wrote */
+    struct vt_commit_point cp;
+    unsigned which = 0;
+    const char *why = NULL;
+    bool fresh = len == VT_COMMIT_FILE_BYTES && /* the id is checked against itself */
+                 vt_commit_decode(buf, len, buf + 16, &cp, &which, &why) == 0 &&
+                 cp.committed_next == 0 && cp.committed_end == VT_SEG_HEADER_BYTES;
+    free(buf);
+    return fresh;
+}
+
+/* With `intent_first`, a quarantine is deferred when a truncate/retention
+ * intent is present: the intent's doomed stems may be half-deleted (an
+ * unlink failed, or only some unlinks reached the disk), so the intent is
+ * finished first and the catalog that follows judges strictly. */
+static int
+run_catalog(struct vt_segset *s, struct catalog *c, bool intent_first, struct vt_log_err *err)
 {
     memset(c, 0, sizeof(*c));
     c->s = s;
@@ -605,7 +641,7 @@ run_catalog(struct vt_segset *s, struct catalog *c, struct vt_log_err *err)
     if (rc != 0)
         return vt_log_err_set(err, rc, s->dir, "list directory: %s", strerror(-rc));
     check_bundles(c);
-    if (c->first_q != VT_Q_NONE)
+    if (c->first_q != VT_Q_NONE && !(intent_first && (c->truncate_intent || c->retention_intent)))
         return vt_log_err_set(err, -EUCLEAN, c->first_path, "range needs a human: %s",
                               c->report);
     return 0;
@@ -682,12 +718,35 @@ reset_segments(struct vt_segset *s)
     s->commit_fd = -1;
 }
 
+/* No segment at all: an empty directory (or an interrupted creation) becomes
+ * a fresh range when `create` is set; anything else needs a human. */
+static int
+create_fresh(struct vt_segset *s, const struct catalog *c, bool create,
+             struct vt_segset_recovery *rec, struct vt_log_err *err)
+{
+    int fresh = create ? interrupted_create(s, c, err) : 0;
+    if (fresh < 0)
+        return fresh;
+    if (c->nb > 0 && !fresh)
+        return vt_log_err_set(err, -EUCLEAN, s->dir, "%s: sidecars but no segment",
+                              vt_quarantine_name(VT_Q_ORPHAN_SIDECARS));
+    if (!create)
+        return vt_log_err_set(err, -ENOENT, s->dir, "no range here (empty directory)");
+    s->limits = s->cfg.limits;
+    rec->created = true;
+    int rc = vt_segset__create_tail(s, 0, err);
+    s->prod = rc == 0 ? vt_producers_new(NULL) : NULL;
+    if (rc == 0 && s->prod == NULL)
+        rc = vt_log_err_set(err, -ENOMEM, s->dir, "out of memory");
+    return rc;
+}
+
 static int
 open_existing(struct vt_segset *s, bool create, struct vt_producers **producers,
               struct vt_segset_recovery *rec, struct vt_log_err *err)
 {
     struct catalog c;
-    int rc = run_catalog(s, &c, err);
+    int rc = run_catalog(s, &c, true, err);
     if (rc == 0)
         rc = remove_temps(s, &c, rec, err);
     if (rc == 0 && (c.truncate_intent || c.retention_intent)) {
@@ -695,9 +754,10 @@ open_existing(struct vt_segset *s, bool create, struct vt_producers **producers,
                                : vt_segset__finish_retention_intent(s, err);
         rec->finished_intent = true;
         catalog_free(&c);
+        memset(&c, 0, sizeof(c)); /* if finishing failed, the exit path frees it again */
         reset_segments(s);
         if (rc == 0)
-            rc = run_catalog(s, &c, err);
+            rc = run_catalog(s, &c, false, err);
         if (rc == 0 && (c.truncate_intent || c.retention_intent))
             rc = vt_log_err_set(err, -EUCLEAN, s->dir, "%s: intent still present after "
                                 "finishing it", vt_quarantine_name(VT_Q_INVALID_INTENT));
@@ -712,20 +772,7 @@ open_existing(struct vt_segset *s, bool create, struct vt_producers **producers,
         if (rc == 0)
             rc = vt_segset__rebuild_producers(s, err);
     } else if (rc == 0) {
-        bool has_any = c.nb > 0;
-        if (has_any)
-            rc = vt_log_err_set(err, -EUCLEAN, s->dir, "%s: sidecars but no segment",
-                                vt_quarantine_name(VT_Q_ORPHAN_SIDECARS));
-        else if (!create)
-            rc = vt_log_err_set(err, -ENOENT, s->dir, "no range here (empty directory)");
-        else {
-            s->limits = s->cfg.limits;
-            rec->created = true;
-            rc = vt_segset__create_tail(s, 0, err);
-            s->prod = rc == 0 ? vt_producers_new(NULL) : NULL;
-            if (rc == 0 && s->prod == NULL)
-                rc = vt_log_err_set(err, -ENOMEM, s->dir, "out of memory");
-        }
+        rc = create_fresh(s, &c, create, rec, err);
     }
     if (rc == 0 && producers)
         rc = vt_segset_load_producers(s, producers, err);

@@ -130,8 +130,9 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
     return 0;
 }
 
-static int
-write_boundary(struct vt_segset *s, uint64_t next, uint64_t end, struct vt_log_err *err)
+int
+vt_segset__write_boundary(struct vt_segset *s, uint64_t next, uint64_t end,
+                          struct vt_log_err *err)
 {
     struct vt_commit_point cp = {.sequence = s->commit_seq + 1, .committed_next = next,
                                  .committed_end = end};
@@ -162,10 +163,21 @@ vt_segset_commit(struct vt_segset *s, struct vt_log_err *err)
     int rc = s->ops->fdatasync(s->ops->ctx, vt_segset__tail(s)->fd);
     if (rc != 0) /* after a failed fdatasync the page cache state is unknown */
         return vt_segset__poison(s, err, rc == -ENOSPC ? -EIO : rc, s->dir, "fdatasync tail");
-    return write_boundary(s, s->written_next, s->written_end, err);
+    return vt_segset__write_boundary(s, s->written_next, s->written_end, err);
 }
 
 /* ---- roll --------------------------------------------------------------- */
+
+/* A failure after a step's point of no return (a roll's seal, a truncation's
+ * intent): the set is half-way and only recovery can finish the step, so even
+ * ENOSPC poisons (reported as -EIO, with the cause in the message). */
+static int
+poison_past_return(struct vt_segset *s, struct vt_log_err *err, int rc, const char *what)
+{
+    char msg[sizeof(err->msg)];
+    snprintf(msg, sizeof(msg), "%.100s: %.400s", what, err->msg);
+    return vt_segset__poison(s, err, rc == -ENOSPC ? -EIO : rc, err->path, msg);
+}
 
 int
 vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
@@ -198,7 +210,7 @@ vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
     if (rc == 0)
         rc = vt_segset__create_tail(s, s->committed_next, err);
     if (rc != 0)
-        return vt_segset__poison(s, err, rc, err->path, "roll: create successor");
+        return poison_past_return(s, err, rc, "roll: create successor");
     return 0;
 }
 
@@ -251,7 +263,7 @@ truncate_in_tail(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
                               "starting at %llu", (unsigned long long)offset,
                               (unsigned long long)base);
     if (offset < s->committed_next) { /* the boundary shrinks first */
-        rc = write_boundary(s, offset, pos, err);
+        rc = vt_segset__write_boundary(s, offset, pos, err);
         if (rc != 0)
             return rc;
     }
@@ -437,7 +449,7 @@ truncate_across(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
         rc = vt_segset__add_seg(s, offset, false) ? -ENOMEM : 0;
     if (rc == 0)
         rc = vt_segset__attach_tail(s, err);
-    return rc ? vt_segset__poison(s, err, rc, err->path, "finish truncation") : 0;
+    return rc ? poison_past_return(s, err, rc, "finish truncation") : 0;
 }
 
 int
