@@ -268,7 +268,11 @@ conn_wanted_events(const struct vt_conn *c)
     case VT_CONN_DEAD:
         return 0;
     }
-    if (c->rout_len > 0 || c->out_throttled)
+    /* Plaintext still waiting to be encrypted also needs EPOLLOUT: a flush
+     * stopped by EAGAIN or by its per-turn budget continues only when the
+     * socket reports writable again, even after reads emptied `rout`. */
+    if (c->rout_len > 0 || c->out_throttled ||
+        ((c->state == VT_CONN_OPEN || c->state == VT_CONN_CLOSING) && c->out_len > 0))
         ev |= EPOLLOUT;
     return ev;
 }
