@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench_log.h"
+#include "bench_produce.h"
 #include "bench_runtime.h"
 
 struct subcommand {
@@ -16,6 +18,10 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"runtime", "reactor messages, call latency, CRC32C, AES-GCM, TLS transport",
      vt_bench_runtime_main},
+    {"log", "durable appends vs raw write+fdatasync of the same disk; recovery time",
+     vt_bench_log_main},
+    {"produce", "produce throughput and latency against a running vtop-node",
+     vt_bench_produce_main},
 };
 
 static void
