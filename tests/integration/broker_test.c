@@ -684,7 +684,7 @@ test_budgets_overloaded_then_recovers(void **state)
     bh_node_cfg_add_range(&cfg, id, 1);
     cfg.extra_native = "  max_inflight: 8\n";
     /* a batch must fit the budget (the node refuses configs where it cannot) */
-    cfg.extra_top = "budgets: {connection: 64KiB}\nlimits: {max_record: 16KiB, max_batch: 32KiB}\n";
+    cfg.extra_top = "budgets: {connection: 64KiB}\nlimits: {max_record: 16KiB, max_batch: 48KiB}\n";
     struct bt_range r = {.id = cfg.ranges[0].ident, .idx = 200, .epoch = 1};
     snprintf(node_c.dir, sizeof(node_c.dir), "%s/c", bt.root);
     assert_int_equal(mkdir(node_c.dir, 0755), 0);
