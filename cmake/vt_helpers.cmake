@@ -30,3 +30,18 @@ function(vt_unit_tests module)
             ENVIRONMENT "VT_SOURCE_DIR=${CMAKE_SOURCE_DIR};VT_BINARY_DIR=${CMAKE_BINARY_DIR}")
     endforeach()
 endfunction()
+
+# vt_header_check(target dir includes...): every public header vt_*.h in `dir`
+# compiles on its own (STYLE.md); builds an object library `target`.
+function(vt_header_check target dir)
+    file(GLOB hdrs CONFIGURE_DEPENDS ${dir}/vt_*.h)
+    set(srcs)
+    foreach(h ${hdrs})
+        get_filename_component(base ${h} NAME_WE)
+        set(out ${CMAKE_CURRENT_BINARY_DIR}/hdrcheck_${base}.c)
+        file(GENERATE OUTPUT ${out} CONTENT "#include \"${base}.h\"\n")
+        list(APPEND srcs ${out})
+    endforeach()
+    add_library(${target} OBJECT ${srcs})
+    target_include_directories(${target} PRIVATE ${dir} ${ARGN})
+endfunction()
