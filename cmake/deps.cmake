@@ -12,6 +12,7 @@ vt_find_lib(CK ck ck_ring.h)
 vt_find_lib(YAML yaml yaml.h)
 vt_find_lib(CMOCKA cmocka cmocka.h)
 vt_find_lib(JEMALLOC jemalloc jemalloc/jemalloc.h)
+vt_find_lib(RAFT raft raft.h)
 
 # BoringSSL from android-libboringssl-dev. It lives outside the default
 # search path on purpose; never fall back to the system OpenSSL.
