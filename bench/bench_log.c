@@ -93,7 +93,7 @@ struct case_sum {
     double busy_share;          /* rlog: commit jobs' time / window */
     uint64_t bytes, flushes, rolls;
     double roll_s;
-    double other_write_mb; /* summed over rounds */
+    double other_write_mb; /* summed over rounds: other jobs + fs metadata */
 };
 
 typedef double run_field(const struct vt_bench_log_run *r);
@@ -308,7 +308,7 @@ json_case(struct json *j, const struct log_report *r, unsigned fi, enum vt_bench
     json_u64(j, "bytes", s.bytes);
     json_u64(j, "flushes", s.flushes);
     json_num(j, "cpu_s", s.cpu_s, 3);
-    json_num(j, "others_wrote_mb", s.other_write_mb, 0);
+    json_num(j, "device_writes_not_ours_mb", s.other_write_mb, 0);
     if (c == VT_BLC_SEGSET || c == VT_BLC_RLOG) {
         json_u64(j, "rolls", s.rolls);
         json_num(j, c == VT_BLC_RLOG ? "commit_s_with_roll" : "roll_s", s.roll_s, 3);
@@ -456,7 +456,7 @@ say_run(const struct vt_bench_log_opts *o, const char *flabel, unsigned round,
     }
     say(o,
         "F=%-6s round %u/%u %-21s %7.1f MB/s %7.0f flushes/s  p50 %7.0f  p99 %7.0f  max %7.0f us"
-        "  (avg flush %.0f KiB, %llu rolls, cpu %.2f s, others wrote %.0f MB)",
+        "  (avg flush %.0f KiB, %llu rolls, cpu %.2f s, not-ours device writes %.0f MB)",
         flabel, round + 1, o->rounds, vt_bench_log_case_names[c], r->mb_per_s, r->flushes_per_s,
         r->p50_us, r->p99_us, r->max_us, r->avg_flush_bytes / 1024, (unsigned long long)r->rolls,
         r->cpu_s, r->other_write_mb);
@@ -562,7 +562,7 @@ run_recovery(struct log_report *r)
     }
     say(o, "recovery: building a %.2f GiB range (not timed)...", o->recovery_gib);
     struct vt_bench_log_recovery *v = &r->recovery;
-    vt_bench_log_recovery_run(o->dir, o->recovery_gib, o->batch_bytes, v);
+    vt_bench_log_recovery_run(o->dir, o->recovery_gib, o->recovery_tail_bytes, o->batch_bytes, v);
     if (v->rc != 0) {
         say(o, "recovery: FAILED: %s", v->err);
         return 1;
@@ -633,7 +633,7 @@ run_all(struct log_report *r)
     if (strcmp(VT_BENCH_BUILD_TYPE, "Release") != 0)
         say(o, "warning: not a Release build; figures are not representative");
     int bad = 0;
-    for (unsigned i = 0; i < o->n_flush; i++)
+    for (unsigned i = 0; o->cases != 0 && i < o->n_flush; i++)
         bad |= run_flush_size(r, i);
     bad |= run_recovery(r);
     vt_bench_loadavg(r->machine.loadavg_end, sizeof(r->machine.loadavg_end));
@@ -650,7 +650,7 @@ log_usage(FILE *f)
     fprintf(f,
             "usage: vtop-bench log [--dir DIR] [--batch-bytes B] [--flush-bytes LIST]\n"
             "                      [--seconds S | --bytes N] [--rounds R] [--recovery-gib G]\n"
-            "                      [--cases LIST] [--json]\n"
+            "                      [--recovery-tail-bytes T] [--cases LIST] [--json]\n"
             "Durable append throughput and per-flush latency of the storage engine next to\n"
             "the raw limit of the same disk, measured in the same run: for every flush\n"
             "size F, in rounds (raw_prealloc, segset, raw_append, raw_overwrite,\n"
@@ -666,8 +666,10 @@ log_usage(FILE *f)
             "  --bytes N          or: bytes per case and flush size over all rounds\n"
             "  --rounds R         rounds per flush size (default 3, at most %u)\n"
             "  --recovery-gib G   size of the recovery range (default 1; 0 skips it)\n"
+            "  --recovery-tail-bytes T  committed data in its tail (default 64MiB, at most\n"
+            "                     200MiB; 8 MiB more are appended uncommitted)\n"
             "  --cases LIST       run only these cases (e.g. segset, for perf); names as\n"
-            "                     above (default: all)\n"
+            "                     above, or none (only the recovery figure; default: all)\n"
             "  --json             print only the final JSON object\n"
             "Sizes take K/KiB, M/MiB, G/GiB (binary). Progress lines and a JSON summary go\n"
             "to stdout. Exit 0 when everything ran (missed targets are reported, not\n"
@@ -729,11 +731,14 @@ parse_flush_list(const char *list, struct vt_bench_log_opts *o)
     return o->n_flush > 0 ? 0 : -EINVAL;
 }
 
-/* "segset,raw_prealloc" -> case bits. 0 or -EINVAL. */
+/* "segset,raw_prealloc" -> case bits ("none": only the recovery figure).
+ * 0 or -EINVAL. */
 static int
 parse_cases(const char *list, unsigned *bits)
 {
     *bits = 0;
+    if (strcmp(list, "none") == 0)
+        return 0;
     const char *p = list;
     while (*p != '\0') {
         size_t n = strcspn(p, ",");
@@ -775,6 +780,9 @@ parse_value(const char *opt, const char *v, struct vt_bench_log_opts *o)
         o->rounds = (unsigned)d;
     else if (strcmp(opt, "--recovery-gib") == 0 && num_ok && d >= 0 && d <= 64)
         o->recovery_gib = d;
+    else if (strcmp(opt, "--recovery-tail-bytes") == 0 && parse_size(v, &sz) == 0 &&
+             sz <= (200ull << 20))
+        o->recovery_tail_bytes = sz;
     else if (strcmp(opt, "--cases") == 0 && parse_cases(v, &o->cases) == 0)
         ;
     else {
@@ -816,11 +824,13 @@ parse_args(int argc, char **argv, struct vt_bench_log_opts *o)
                                     .seconds = 3.0,
                                     .rounds = 3,
                                     .recovery_gib = 1.0,
+                                    .recovery_tail_bytes = 64u << 20,
                                     .n_flush = 3,
                                     .cases = (1u << VT_BLC_COUNT) - 1,
                                     .flush_bytes = {64u << 10, 256u << 10, 1u << 20}};
-    static const char *const valued[] = {"--dir",   "--batch-bytes", "--flush-bytes",  "--seconds",
-                                         "--bytes", "--rounds",      "--recovery-gib", "--cases"};
+    static const char *const valued[] = {
+        "--dir",    "--batch-bytes",  "--flush-bytes",         "--seconds", "--bytes",
+        "--rounds", "--recovery-gib", "--recovery-tail-bytes", "--cases"};
     bool seconds_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -34,8 +34,9 @@ struct vt_bench_log_opts {
     double seconds; /* per case over all rounds (0 when --bytes is given) */
     uint64_t bytes; /* per case over all rounds (0 when --seconds rules) */
     unsigned rounds;
-    double recovery_gib; /* 0 = skip recovery */
-    unsigned cases;      /* bit (1 << vt_bench_log_case) per selected case */
+    double recovery_gib;          /* 0 = skip recovery */
+    uint64_t recovery_tail_bytes; /* committed bytes in the recovery range's tail */
+    unsigned cases;               /* bit (1 << vt_bench_log_case) per selected case */
     bool json_only;
 };
 
@@ -71,8 +72,9 @@ struct vt_bench_log_run {
     double roll_s;                 /* seconds in rolls (segset; rlog: inside commits) */
     double busy_s;                 /* rlog: commit jobs' submit-to-done time, summed */
     double avg_flush_bytes;        /* bytes / flushes (rlog: what group commit chose) */
-    double other_write_mb;         /* written to the device meanwhile by anyone but this
-                                    * process (other jobs, and the ext4 journal); NAN if unknown */
+    double other_write_mb;         /* written to the device meanwhile and not charged to this
+                                    * process: other jobs, and the metadata blocks (inode,
+                                    * extent tree, journal if any) our fdatasyncs write */
 };
 
 /* The batches of one flush: n batches of exactly batch_bytes each. */
@@ -125,8 +127,8 @@ struct vt_bench_log_recovery {
 
 /* Builds a range of about `gib` GiB in `dir`/recovery, then times opening it
  * with an uncommitted tail (twice: cold when possible, then warm). */
-void vt_bench_log_recovery_run(const char *dir, double gib, uint32_t batch_bytes,
-                               struct vt_bench_log_recovery *out);
+void vt_bench_log_recovery_run(const char *dir, double gib, uint64_t tail_bytes,
+                               uint32_t batch_bytes, struct vt_bench_log_recovery *out);
 
 /* ---- helpers ------------------------------------------------------------ */
 

@@ -15,7 +15,6 @@
 
 #define GROUP_BYTES (4u << 20)  /* one append while building */
 #define COMMIT_EVERY_GROUPS 16u /* commit every 64 MiB while building */
-#define TAIL_COMMITTED_BYTES (32u << 20)
 #define DIRTY_BYTES (8u << 20)
 
 static int
@@ -65,7 +64,7 @@ build_sealed(struct vt_segset *s, struct vt_bench_log_flush *f, uint32_t sealed,
 }
 
 static int
-build_range(const char *dir, double gib, struct vt_bench_log_flush *f,
+build_range(const char *dir, double gib, uint64_t tail_bytes, struct vt_bench_log_flush *f,
             struct vt_bench_log_recovery *out)
 {
     struct vt_segset_config cfg;
@@ -80,10 +79,10 @@ build_range(const char *dir, double gib, struct vt_bench_log_flush *f,
         (uint32_t)floor(gib * (double)(1ull << 30) / (double)cfg.limits.max_segment_bytes + 0.5);
     rc = build_sealed(s, f, out->sealed_segments, &err);
     if (rc == 0)
-        rc = append_bytes(s, f, TAIL_COMMITTED_BYTES, &err);
+        rc = append_bytes(s, f, tail_bytes, &err);
     if (rc == 0)
         rc = vt_segset_commit(s, &err);
-    out->tail_committed_bytes = TAIL_COMMITTED_BYTES;
+    out->tail_committed_bytes = tail_bytes;
     if (rc == 0) /* the dirty tail: written, never committed (a crash before the commit) */
         rc = append_bytes(s, f, DIRTY_BYTES, &err);
     out->dirty_bytes = DIRTY_BYTES;
@@ -158,7 +157,7 @@ measure(const char *dir, struct vt_bench_log_flush *f, struct vt_bench_log_recov
 }
 
 void
-vt_bench_log_recovery_run(const char *dir, double gib, uint32_t batch_bytes,
+vt_bench_log_recovery_run(const char *dir, double gib, uint64_t tail_bytes, uint32_t batch_bytes,
                           struct vt_bench_log_recovery *out)
 {
     memset(out, 0, sizeof(*out));
@@ -177,7 +176,7 @@ vt_bench_log_recovery_run(const char *dir, double gib, uint32_t batch_bytes,
         snprintf(out->err, sizeof(out->err), "recovery: build batches: %s", strerror(-rc));
     } else {
         uint64_t t0 = vt_clock_mono_ns();
-        rc = build_range(rdir, gib, &f, out);
+        rc = build_range(rdir, gib, tail_bytes, &f, out);
         out->build_s = (double)(vt_clock_mono_ns() - t0) / 1e9;
         if (rc == 0)
             (void)measure(rdir, &f, out);

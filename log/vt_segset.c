@@ -129,15 +129,22 @@ vt_segset__scan(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_
     uint64_t buf_pos = pos;
     size_t have = 0, off = 0;
     while (pos < end) {
-        size_t want = (size_t)((end - pos) < chunk ? (end - pos) : chunk);
-        if (have - off < want && have - off < chunk) { /* refill, keeping the unread part */
+        /* Refill only when the next batch is not wholly in the buffer, so each
+         * byte is moved at most once per chunk, not once per batch. */
+        size_t left = (size_t)((end - pos) < chunk ? (end - pos) : chunk);
+        size_t need = left < VT_BATCH_HEADER_BYTES ? left : VT_BATCH_HEADER_BYTES;
+        if (have - off >= need && need == VT_BATCH_HEADER_BYTES) {
+            uint64_t blen = vt_be32_get(s->scratch + off + 4);
+            need = (size_t)(blen < left ? (blen > need ? blen : need) : left);
+        }
+        if (have - off < need) { /* keep the unread part, read up to a chunk */
             memmove(s->scratch, s->scratch + off, have - off);
             have -= off;
             buf_pos += off;
             off = 0;
             size_t room = chunk - have;
-            uint64_t left = end - (buf_pos + have);
-            size_t rd = (size_t)(left < room ? left : room);
+            uint64_t rest = end - (buf_pos + have);
+            size_t rd = (size_t)(rest < room ? rest : room);
             ssize_t n = vt_file_pread_all(s->ops, g->fd, s->scratch + have, rd, buf_pos + have);
             if (n < 0)
                 return vt_log_err_set(err, (int)n, path, "read at %llu: %s",
@@ -147,6 +154,7 @@ vt_segset__scan(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_
                                       (unsigned long long)(buf_pos + have + (size_t)n),
                                       (unsigned long long)end);
             have += (size_t)n;
+            continue; /* re-evaluate with the batch header in view */
         }
         struct vt_batch_hdr h;
         const char *why = NULL;
