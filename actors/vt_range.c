@@ -330,14 +330,6 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
 }
 
-static void
-range_stop(struct vt_core *c, void *arg)
-{
-    (void)c;
-    struct vt_range_actor *ra = arg;
-    (void)ra; /* the range log finishes in-flight commits in the core's drain */
-}
-
 void
 vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
 {
@@ -365,5 +357,4 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
         ra->state = RA_FAILED;
         atomic_store(&ra->b->start_failed, 1);
     }
-    (void)range_stop;
 }
