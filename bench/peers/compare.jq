@@ -33,7 +33,10 @@ def raw_at($f): [.flush[] | select(.flush_bytes == $f)][0] as $e |
     {flush_bytes: $f,
      prealloc_mb_per_s: $e.raw_prealloc.mb_per_s, prealloc_p50_ms: ($e.raw_prealloc.p50_us / 1e3),
      prealloc_p99_ms: ($e.raw_prealloc.p99_us / 1e3),
-     append_mb_per_s: $e.raw_append.mb_per_s, append_p50_ms: ($e.raw_append.p50_us / 1e3)} end;
+     append_mb_per_s: $e.raw_append.mb_per_s, append_p50_ms: ($e.raw_append.p50_us / 1e3),
+     boundary_mb_per_s: $e.raw_prealloc_boundary.mb_per_s,
+     boundary_p50_ms: (if $e.raw_prealloc_boundary.p50_us then $e.raw_prealloc_boundary.p50_us / 1e3
+                       else null end)} end;
 def floor4k: (. / 4096 | floor) * 4096 | if . < 4096 then 4096 else . end;
 
 def redis: if . == null or .skipped then {skipped: (.skipped // "not run")} else
@@ -92,5 +95,6 @@ map(round_figures) as $rs |
 .extra = {
   vtop_over_raw_append: (ratio($m.vtop2.log_mb_per_s; $m.raw.append_mb_per_s) | r3),
   vtop_over_raw_x2: (ratio($m.vtop2.log_mb_per_s; $m.raw_x2.prealloc_mb_per_s) | r3),
+  vtop_over_raw_prealloc_boundary: (ratio($m.vtop2.log_mb_per_s; $m.raw.boundary_mb_per_s) | r3),
   half_p99_over_fsync_p50_at_full_flush: (ratio($m.half.p99_ms; $m.raw.prealloc_p50_ms) | r3)
 }

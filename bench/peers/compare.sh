@@ -17,8 +17,10 @@
 #            records/s (latency from the scheduled send time).
 #   vtop1    the same as vtop2 with a 1-core node.
 #   raw      vtop-bench log, cases raw_prealloc (pwrite F into a preallocated
-#            file + fdatasync: the limit for vtop's preallocated segments)
-#            and raw_append (into a growing file), F = vtop2's and half's
+#            file + fdatasync: the limit for vtop's preallocated segments),
+#            raw_append (into a growing file) and raw_prealloc_boundary
+#            (raw_prealloc + a 512-byte commit-boundary write and a second
+#            fdatasync, as vtop commits), F = vtop2's and half's
 #            flush sizes (rounded down to 4 KiB), in the same temp directory;
 #            then two raw_prealloc runs at once at vtop2's F (raw x2: vtop2
 #            syncs its two ranges in parallel).
@@ -90,13 +92,20 @@ done
 
 log() { echo "compare: $*" >&2; }
 
+# A measurement writes up to ~5 GB (deleted after it); refuse to fill the disk.
+free_kb=$(df -Pk "$parent" | awk 'NR == 2 { print $4 }')
+if [ "$free_kb" -lt $((12 * 1024 * 1024)) ]; then
+    echo "compare.sh: only $((free_kb / 1024)) MiB free in $parent; need 12 GiB (--dir PARENT)" >&2
+    exit 1
+fi
 work=$(mktemp -d "$parent/vtop-compare.XXXXXX")
 node_pid=
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     stop_pid "$node_pid"
     if [ "$keep" -eq 1 ]; then
-        log "work directory kept: $work"
+        rm -rf "$work"/round*/*/data
+        log "work directory kept (without node data): $work"
     else
         rm -rf "$work"
     fi
@@ -189,6 +198,7 @@ run_vtop() {
     curl -sS "http://$obs/metrics" >"$dir/metrics.1"
     stop_pid "$node_pid"
     node_pid=
+    rm -rf "$dir/data" # gigabytes per run; --keep keeps only JSON, metrics and logs
     if [ "$rc" -ne 0 ]; then
         log "$name: vtop-bench produce failed (exit $rc):"
         cat "$dir/bench.err" "$dir/bench.json" >&2
@@ -218,7 +228,8 @@ run_raw() {
     [ "$f2" -ge 4096 ] || f2=4096
     list=$f1
     [ "$f2" -ne "$f1" ] && list="$f1,$f2"
-    "$bin/vtop-bench" log --dir "$dir" --cases raw_prealloc,raw_append --batch-bytes 4KiB \
+    "$bin/vtop-bench" log --dir "$dir" --cases raw_prealloc,raw_append,raw_prealloc_boundary \
+        --batch-bytes 4KiB \
         --flush-bytes "$list" --seconds "$raw_seconds" --rounds 1 --recovery-gib 0 --json \
         >"$dir/raw.json" 2>"$dir/raw.err" || {
         log "raw: vtop-bench log failed:"
