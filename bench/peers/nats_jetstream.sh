@@ -64,6 +64,7 @@ if [ ! -x "$jspub" ]; then
         exit 77
     fi
     mv "$jspub.tmp" "$jspub"
+    rm -rf "$cache/build-$sum"
 fi
 
 work=$(mktemp -d "$parent/vtop-peer-nats.XXXXXX")
@@ -105,6 +106,6 @@ result=$(jq --arg version "$version" \
              value_bytes: .msg_bytes},
     guarantee: "acked after write(), fsynced every 2 minutes: not durable on ack"}' <<<"$out")
 if [ "$json" -eq 0 ]; then
-    jq -r '"nats-server \(.version) JetStream R1 file, \(.msg_bytes) B, \(.inflight) in flight: \(.msgs_per_s | floor) msgs/s, \(.mb_per_s * 10 | floor / 10) MB/s, p50 \(.p50_us / 1000) ms, p99 \(.p99_us / 1000) ms (acks after write(), fsync every 2 min)"' <<<"$result"
+    jq -r '"nats-server \(.version) JetStream R1 file, \(.msg_bytes) B, \(.inflight) in flight: \(.msgs_per_s | floor) msgs/s, \(.mb_per_s * 10 | floor / 10) MB/s, p50 \(.p50_us / 10 | floor / 100) ms, p99 \(.p99_us / 10 | floor / 100) ms (acks after write(), fsync every 2 min)"' <<<"$result"
 fi
 echo "$result"
