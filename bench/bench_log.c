@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/vfs.h>
 
+#include "bench_json.h"
 #include "bench_log.h"
 #include "bench_runtime.h"
 #include "vt_clock.h"
@@ -191,107 +192,24 @@ static const struct ratio_def ratios[] = {
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-/* A tiny pretty-printing JSON writer (the runtime report has its own). */
-struct json {
-    FILE *f;
-    int depth;
-    bool need_comma;
-};
-
 static void
-json_quoted(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void
-json_key(struct json *j, const char *key)
-{
-    fprintf(j->f, "%s\n%*s", j->need_comma ? "," : "", j->depth * 2, "");
-    json_quoted(j->f, key);
-    fputs(": ", j->f);
-    j->need_comma = true;
-}
-
-static void
-json_open(struct json *j, const char *key)
-{
-    if (key != NULL)
-        json_key(j, key);
-    fputc('{', j->f);
-    j->depth++;
-    j->need_comma = false;
-}
-
-static void
-json_close(struct json *j)
-{
-    VT_ASSERT(j->depth > 0);
-    j->depth--;
-    fprintf(j->f, "\n%*s}", j->depth * 2, "");
-    j->need_comma = true;
-    if (j->depth == 0)
-        fputc('\n', j->f);
-}
-
-static void
-json_num(struct json *j, const char *key, double v, int prec)
-{
-    json_key(j, key);
-    if (isfinite(v))
-        fprintf(j->f, "%.*f", prec, v);
-    else
-        fputs("null", j->f);
-}
-
-static void
-json_u64(struct json *j, const char *key, uint64_t v)
-{
-    json_key(j, key);
-    fprintf(j->f, "%llu", (unsigned long long)v);
-}
-
-static void
-json_str(struct json *j, const char *key, const char *v)
-{
-    json_key(j, key);
-    json_quoted(j->f, v);
-}
-
-static void
-json_bool(struct json *j, const char *key, bool v)
-{
-    json_key(j, key);
-    fputs(v ? "true" : "false", j->f);
-}
-
-static void
-json_case(struct json *j, const struct log_report *r, unsigned fi, enum vt_bench_log_case c)
+json_case(struct vt_bj *j, const struct log_report *r, unsigned fi, enum vt_bench_log_case c)
 {
     const struct vt_bench_log_run *runs = r->runs[fi][c];
     unsigned rounds = r->opts.rounds;
     struct case_sum s;
     summarize(runs, rounds, c == VT_BLC_RLOG, &s);
-    json_open(j, vt_bench_log_case_names[c]);
+    vt_bj_open(j, vt_bench_log_case_names[c]);
     if (!(r->opts.cases & (1u << c))) {
-        json_str(j, "skipped", "not selected (--cases)");
-        json_close(j);
+        vt_bj_str(j, "skipped", "not selected (--cases)");
+        vt_bj_close(j);
         return;
     }
     if (s.err != NULL)
-        json_str(j, "error", s.err);
-    json_u64(j, "rounds_ok", s.ok);
-    json_num(j, "mb_per_s", s.mb_per_s, 1);
-    json_key(j, "mb_per_s_rounds");
+        vt_bj_str(j, "error", s.err);
+    vt_bj_u64(j, "rounds_ok", s.ok);
+    vt_bj_num(j, "mb_per_s", s.mb_per_s, 1);
+    vt_bj_key(j, "mb_per_s_rounds");
     fputc('[', j->f);
     for (unsigned i = 0; i < rounds; i++) {
         if (runs[i].ran && runs[i].rc == 0)
@@ -300,146 +218,146 @@ json_case(struct json *j, const struct log_report *r, unsigned fi, enum vt_bench
             fprintf(j->f, "%snull", i ? ", " : "");
     }
     fputc(']', j->f);
-    json_num(j, "flushes_per_s", s.flushes_per_s, 1);
-    json_num(j, "p50_us", s.p50_us, 1);
-    json_num(j, "p99_us", s.p99_us, 1);
-    json_num(j, "max_us", s.max_us, 1);
-    json_num(j, "avg_flush_bytes", s.avg_flush_bytes, 0);
-    json_u64(j, "bytes", s.bytes);
-    json_u64(j, "flushes", s.flushes);
-    json_num(j, "cpu_s", s.cpu_s, 3);
-    json_num(j, "device_writes_not_ours_mb", s.other_write_mb, 0);
+    vt_bj_num(j, "flushes_per_s", s.flushes_per_s, 1);
+    vt_bj_num(j, "p50_us", s.p50_us, 1);
+    vt_bj_num(j, "p99_us", s.p99_us, 1);
+    vt_bj_num(j, "max_us", s.max_us, 1);
+    vt_bj_num(j, "avg_flush_bytes", s.avg_flush_bytes, 0);
+    vt_bj_u64(j, "bytes", s.bytes);
+    vt_bj_u64(j, "flushes", s.flushes);
+    vt_bj_num(j, "cpu_s", s.cpu_s, 3);
+    vt_bj_num(j, "device_writes_not_ours_mb", s.other_write_mb, 0);
     if (c == VT_BLC_SEGSET || c == VT_BLC_RLOG) {
-        json_u64(j, "rolls", s.rolls);
-        json_num(j, c == VT_BLC_RLOG ? "commit_s_with_roll" : "roll_s", s.roll_s, 3);
-        json_num(j, c == VT_BLC_RLOG ? "commit_ms_with_roll_avg" : "roll_ms_avg",
+        vt_bj_u64(j, "rolls", s.rolls);
+        vt_bj_num(j, c == VT_BLC_RLOG ? "commit_s_with_roll" : "roll_s", s.roll_s, 3);
+        vt_bj_num(j, c == VT_BLC_RLOG ? "commit_ms_with_roll_avg" : "roll_ms_avg",
                  s.rolls ? s.roll_s * 1e3 / (double)s.rolls : NAN, 1);
     }
     if (c == VT_BLC_SEGSET)
-        json_num(j, "mb_per_s_incl_rolls", s.mb_per_s_incl_rolls, 1);
+        vt_bj_num(j, "mb_per_s_incl_rolls", s.mb_per_s_incl_rolls, 1);
     if (c == VT_BLC_RLOG)
-        json_num(j, "commit_busy_share", s.busy_share, 3);
-    json_close(j);
+        vt_bj_num(j, "commit_busy_share", s.busy_share, 3);
+    vt_bj_close(j);
 }
 
 static void
-json_flush(struct json *j, const struct log_report *r, unsigned fi)
+json_flush(struct vt_bj *j, const struct log_report *r, unsigned fi)
 {
     const struct vt_bench_log_opts *o = &r->opts;
     uint32_t n = (uint32_t)(o->flush_bytes[fi] / o->batch_bytes);
     uint64_t fb = (uint64_t)n * o->batch_bytes;
     char label[32];
     size_label(o->flush_bytes[fi], label, sizeof(label));
-    json_open(j, label);
-    json_u64(j, "flush_bytes", fb);
-    json_u64(j, "batches_per_flush", n);
+    vt_bj_open(j, label);
+    vt_bj_u64(j, "flush_bytes", fb);
+    vt_bj_u64(j, "batches_per_flush", n);
     for (int c = 0; c < VT_BLC_COUNT; c++)
         json_case(j, r, fi, (enum vt_bench_log_case)c);
-    json_open(j, "ratios");
+    vt_bj_open(j, "ratios");
     for (size_t i = 0; i < VT_ARRAY_LEN(ratios); i++)
-        json_num(j, ratios[i].name,
+        vt_bj_num(j, ratios[i].name,
                  ratio_median(r->runs[fi][ratios[i].a], r->runs[fi][ratios[i].b], o->rounds), 3);
-    json_close(j);
+    vt_bj_close(j);
     double seg =
         ratio_median(r->runs[fi][VT_BLC_SEGSET], r->runs[fi][VT_BLC_RAW_PREALLOC], o->rounds);
     double seg_ow =
         ratio_median(r->runs[fi][VT_BLC_SEGSET], r->runs[fi][VT_BLC_RAW_OVERWRITE], o->rounds);
     double rl = ratio_median(r->runs[fi][VT_BLC_RLOG], r->runs[fi][VT_BLC_RAW_PREALLOC], o->rounds);
-    json_open(j, "target");
-    json_str(j, "figure", "segset_over_raw_prealloc");
-    json_num(j, "min", VT_BENCH_LOG_TARGET_RATIO, 2);
+    vt_bj_open(j, "target");
+    vt_bj_str(j, "figure", "segset_over_raw_prealloc");
+    vt_bj_num(j, "min", VT_BENCH_LOG_TARGET_RATIO, 2);
     bool applies = fb >= VT_BENCH_LOG_TARGET_MIN_FLUSH;
-    json_bool(j, "applies", applies);
-    json_bool(j, "met", applies && isfinite(seg) && seg >= VT_BENCH_LOG_TARGET_RATIO);
-    json_bool(j, "met_vs_raw_overwrite",
+    vt_bj_bool(j, "applies", applies);
+    vt_bj_bool(j, "met", applies && isfinite(seg) && seg >= VT_BENCH_LOG_TARGET_RATIO);
+    vt_bj_bool(j, "met_vs_raw_overwrite",
               applies && isfinite(seg_ow) && seg_ow >= VT_BENCH_LOG_TARGET_RATIO);
-    json_bool(j, "rlog_met", applies && isfinite(rl) && rl >= VT_BENCH_LOG_TARGET_RATIO);
-    json_close(j);
-    json_close(j);
+    vt_bj_bool(j, "rlog_met", applies && isfinite(rl) && rl >= VT_BENCH_LOG_TARGET_RATIO);
+    vt_bj_close(j);
+    vt_bj_close(j);
 }
 
 static void
-json_open_figures(struct json *j, const char *key, const struct vt_bench_log_open *o)
+json_open_figures(struct vt_bj *j, const char *key, const struct vt_bench_log_open *o)
 {
-    json_open(j, key);
-    json_bool(j, "cold", o->cold);
-    json_num(j, "open_s", o->open_s, 4);
-    json_u64(j, "sealed_segments", o->rec.sealed_segments);
-    json_u64(j, "tail_recovered_bytes", o->rec.recovered_bytes);
-    json_u64(j, "tail_recovered_records", o->rec.recovered_records);
-    json_u64(j, "truncated_bytes", o->rec.truncated_bytes);
-    json_u64(j, "scanned_bytes", o->rec.recovered_bytes + o->rec.truncated_bytes);
-    json_u64(j, "range_bytes", o->range_bytes);
+    vt_bj_open(j, key);
+    vt_bj_bool(j, "cold", o->cold);
+    vt_bj_num(j, "open_s", o->open_s, 4);
+    vt_bj_u64(j, "sealed_segments", o->rec.sealed_segments);
+    vt_bj_u64(j, "tail_recovered_bytes", o->rec.recovered_bytes);
+    vt_bj_u64(j, "tail_recovered_records", o->rec.recovered_records);
+    vt_bj_u64(j, "truncated_bytes", o->rec.truncated_bytes);
+    vt_bj_u64(j, "scanned_bytes", o->rec.recovered_bytes + o->rec.truncated_bytes);
+    vt_bj_u64(j, "range_bytes", o->range_bytes);
     if (o->disk_read_bytes != UINT64_MAX)
-        json_u64(j, "disk_read_bytes", o->disk_read_bytes);
+        vt_bj_u64(j, "disk_read_bytes", o->disk_read_bytes);
     else
-        json_str(j, "disk_read_bytes", "unavailable (/proc/self/io)");
-    json_bool(j, "target_met", o->open_s <= VT_BENCH_LOG_TARGET_RECOVERY_S);
-    json_close(j);
+        vt_bj_str(j, "disk_read_bytes", "unavailable (/proc/self/io)");
+    vt_bj_bool(j, "target_met", o->open_s <= VT_BENCH_LOG_TARGET_RECOVERY_S);
+    vt_bj_close(j);
 }
 
 static void
-json_recovery(struct json *j, const struct log_report *r)
+json_recovery(struct vt_bj *j, const struct log_report *r)
 {
     const struct vt_bench_log_recovery *v = &r->recovery;
-    json_open(j, "recovery");
+    vt_bj_open(j, "recovery");
     if (r->opts.recovery_gib <= 0) {
-        json_str(j, "skipped", "--recovery-gib 0");
-        json_close(j);
+        vt_bj_str(j, "skipped", "--recovery-gib 0");
+        vt_bj_close(j);
         return;
     }
-    json_num(j, "range_gib", r->opts.recovery_gib, 2);
+    vt_bj_num(j, "range_gib", r->opts.recovery_gib, 2);
     if (v->rc != 0)
-        json_str(j, "error", v->err);
-    json_num(j, "build_s", v->build_s, 2);
-    json_u64(j, "sealed_segments", v->sealed_segments);
-    json_u64(j, "tail_committed_bytes", v->tail_committed_bytes);
-    json_u64(j, "dirty_bytes", v->dirty_bytes);
-    json_bool(j, "drop_caches_possible", v->drop_caches_possible);
+        vt_bj_str(j, "error", v->err);
+    vt_bj_num(j, "build_s", v->build_s, 2);
+    vt_bj_u64(j, "sealed_segments", v->sealed_segments);
+    vt_bj_u64(j, "tail_committed_bytes", v->tail_committed_bytes);
+    vt_bj_u64(j, "dirty_bytes", v->dirty_bytes);
+    vt_bj_bool(j, "drop_caches_possible", v->drop_caches_possible);
     if (v->rc == 0) {
         json_open_figures(j, "first_open", &v->first);
         json_open_figures(j, "warm_open", &v->warm);
     }
-    json_num(j, "target_max_s", VT_BENCH_LOG_TARGET_RECOVERY_S, 1);
-    json_bool(j, "target_met", v->rc == 0 && v->first.open_s <= VT_BENCH_LOG_TARGET_RECOVERY_S);
-    json_close(j);
+    vt_bj_num(j, "target_max_s", VT_BENCH_LOG_TARGET_RECOVERY_S, 1);
+    vt_bj_bool(j, "target_met", v->rc == 0 && v->first.open_s <= VT_BENCH_LOG_TARGET_RECOVERY_S);
+    vt_bj_close(j);
 }
 
 static void
 json_report(const struct log_report *r)
 {
     const struct vt_bench_log_opts *o = &r->opts;
-    struct json j = {.f = stdout};
-    json_open(&j, NULL);
-    json_str(&j, "bench", "log");
-    json_open(&j, "machine");
-    json_u64(&j, "nproc", (uint64_t)r->machine.nproc);
-    json_str(&j, "cpu", r->machine.cpu);
-    json_str(&j, "kernel", r->machine.kernel);
-    json_str(&j, "date", r->machine.date);
-    json_str(&j, "loadavg_start", r->machine.loadavg_start);
-    json_str(&j, "loadavg_end", r->machine.loadavg_end);
-    json_str(&j, "build_type", VT_BENCH_BUILD_TYPE);
-    json_str(&j, "dir", o->dir);
-    json_str(&j, "filesystem", r->fs);
-    json_num(&j, "fresh_page_touch_mb_per_s_start", r->touch_mb_per_s[0], 0);
-    json_num(&j, "fresh_page_touch_mb_per_s_end", r->touch_mb_per_s[1], 0);
-    json_close(&j);
-    json_open(&j, "config");
-    json_u64(&j, "batch_bytes", o->batch_bytes);
-    json_u64(&j, "records_per_batch", r->records_per_batch);
-    json_u64(&j, "rounds", o->rounds);
+    struct vt_bj j = {.f = stdout};
+    vt_bj_open(&j, NULL);
+    vt_bj_str(&j, "bench", "log");
+    vt_bj_open(&j, "machine");
+    vt_bj_u64(&j, "nproc", (uint64_t)r->machine.nproc);
+    vt_bj_str(&j, "cpu", r->machine.cpu);
+    vt_bj_str(&j, "kernel", r->machine.kernel);
+    vt_bj_str(&j, "date", r->machine.date);
+    vt_bj_str(&j, "loadavg_start", r->machine.loadavg_start);
+    vt_bj_str(&j, "loadavg_end", r->machine.loadavg_end);
+    vt_bj_str(&j, "build_type", VT_BENCH_BUILD_TYPE);
+    vt_bj_str(&j, "dir", o->dir);
+    vt_bj_str(&j, "filesystem", r->fs);
+    vt_bj_num(&j, "fresh_page_touch_mb_per_s_start", r->touch_mb_per_s[0], 0);
+    vt_bj_num(&j, "fresh_page_touch_mb_per_s_end", r->touch_mb_per_s[1], 0);
+    vt_bj_close(&j);
+    vt_bj_open(&j, "config");
+    vt_bj_u64(&j, "batch_bytes", o->batch_bytes);
+    vt_bj_u64(&j, "records_per_batch", r->records_per_batch);
+    vt_bj_u64(&j, "rounds", o->rounds);
     if (o->bytes > 0)
-        json_u64(&j, "bytes_per_case", o->bytes);
+        vt_bj_u64(&j, "bytes_per_case", o->bytes);
     else
-        json_num(&j, "seconds_per_case", o->seconds, 2);
-    json_close(&j);
-    json_open(&j, "flush");
+        vt_bj_num(&j, "seconds_per_case", o->seconds, 2);
+    vt_bj_close(&j);
+    vt_bj_open(&j, "flush");
     for (unsigned i = 0; i < o->n_flush; i++)
         json_flush(&j, r, i);
-    json_close(&j);
+    vt_bj_close(&j);
     json_recovery(&j, r);
-    json_close(&j);
+    vt_bj_close(&j);
     fflush(stdout);
 }
 
