@@ -15,6 +15,7 @@
 #include "vt_diag.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
+#include "vt_replica.h"
 #include "vt_session.h"
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -86,10 +87,26 @@ register_metrics(struct vt_broker *b)
     m->commit_bytes = vt_metrics_histogram(b->metrics, "broker_group_commit_bytes", NULL,
                                            "Bytes per group commit.", byt, VT_ARRAY_LEN(byt), 1,
                                            0);
+    m->repl_resyncs = reg_counter(b, "repl_resyncs_total", NULL,
+                                  "Follower streams restarted after an error (leader side).");
+    m->repl_fences = reg_counter(b, "repl_fences_total", NULL,
+                                 "Fence handshakes started by leaders on this node.");
+    m->repl_truncated = reg_counter(b, "repl_truncated_records_total", NULL,
+                                    "Divergent records removed by fences (follower side; the "
+                                    "leader counts what its followers reported).");
+    m->repl_quorum_timeouts = reg_counter(b, "repl_quorum_timeouts_total", NULL,
+                                          "Quorum produce requests failed after the timeout.");
+    m->repl_appends_served = reg_counter(b, "repl_appends_served_total", NULL,
+                                         "Replica append requests applied (follower side).");
+    m->repl_fenced_refusals = reg_counter(b, "repl_fenced_refusals_total", NULL,
+                                          "Replica requests refused for a stale epoch or a "
+                                          "sender that is not the leader.");
     int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
                  m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
                  m->budget_core_used, m->produce_latency, m->commit_sync, m->commit_batches,
-                 m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3]};
+                 m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3],
+                 m->repl_resyncs, m->repl_fences, m->repl_truncated, m->repl_quorum_timeouts,
+                 m->repl_appends_served, m->repl_fenced_refusals};
     for (size_t i = 0; i < VT_ARRAY_LEN(ids); i++)
         if (ids[i] < 0)
             return ids[i];
@@ -116,6 +133,41 @@ register_range_metrics(struct vt_broker *b, uint32_t i)
         rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_next_offset", labels,
                                  "Offset after the last appended record.", read_u64,
                                  &br->actor->next_g);
+    if (rc >= 0 && br->replicated)
+        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_hwm", labels,
+                                 "Committed high-water mark this replica knows.", read_u64,
+                                 &br->actor->hwm_g);
+    for (uint32_t f = 0; rc >= 0 && f < br->n_followers; f++) {
+        struct vt_follower_pub *p = &br->actor->fpub[f];
+        char fid[37], fl[480];
+        vt_uuid_format(b->cfg->replication.peers[br->follower_peer[f]].node, fid);
+        snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", labels, fid);
+        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_durable_offset", fl,
+                                 "Durable offset a follower acknowledged.", read_u64,
+                                 &p->durable);
+        if (rc >= 0)
+            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_lag_records",
+                                     fl, "Leader next offset minus the follower's durable.",
+                                     read_u64, &p->lag);
+        if (rc >= 0)
+            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE,
+                                     "repl_follower_inflight_requests", fl,
+                                     "Appends sent and not yet answered.", read_u64,
+                                     &p->inflight_requests);
+        if (rc >= 0)
+            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_inflight_bytes",
+                                     fl, "Batch bytes sent and not yet answered.", read_u64,
+                                     &p->inflight_bytes);
+        if (rc >= 0)
+            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_resyncs", fl,
+                                     "Stream restarts for this follower.", read_u64,
+                                     &p->resyncs);
+        if (rc >= 0)
+            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE,
+                                     "repl_follower_truncated_records", fl,
+                                     "Divergent records the follower reported removing.",
+                                     read_u64, &p->truncated);
+    }
     return rc < 0 ? rc : 0;
 }
 
@@ -144,7 +196,7 @@ mkdirs(const char *path, char *err, size_t err_len)
 /* A fixed native port must not be held by anyone: a plain bind proves it
  * (SO_REUSEPORT alone would let two processes share the port). */
 static int
-check_port_free(const struct vt_cfg_hostport *hp, char *err, size_t err_len)
+check_port_free(const char *what, const struct vt_cfg_hostport *hp, char *err, size_t err_len)
 {
     if (hp->port == 0)
         return 0;
@@ -152,17 +204,23 @@ check_port_free(const struct vt_cfg_hostport *hp, char *err, size_t err_len)
     struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(hp->port)};
     bool v6 = inet_pton(AF_INET6, hp->host, &a6.sin6_addr) == 1;
     if (!v6 && inet_pton(AF_INET, hp->host, &a4.sin_addr) != 1) {
-        snprintf(err, err_len, "native.listen: '%s' is not a numeric address", hp->host);
+        snprintf(err, err_len, "%s: '%s' is not a numeric address", what, hp->host);
         return -EINVAL;
     }
     int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* SO_REUSEADDR without SO_REUSEPORT: a listener on the port still
+     * conflicts, but the TIME_WAIT connections a killed predecessor left on
+     * it do not (they would refuse a restart for a minute). */
+    int one = 1;
+    if (fd >= 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     int rc = fd < 0 ? -errno
                     : bind(fd, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
                            v6 ? sizeof(a6) : sizeof(a4)) != 0 ? -errno : 0;
     if (fd >= 0)
         close(fd);
     if (rc != 0)
-        snprintf(err, err_len, "bind %s:%u: %s", hp->host, hp->port, strerror(-rc));
+        snprintf(err, err_len, "%s: bind %s:%u: %s", what, hp->host, hp->port, strerror(-rc));
     return rc;
 }
 
@@ -179,6 +237,36 @@ collect_allowed(struct vt_broker *b)
         b->allowed[b->n_allowed++] = a->consumers[i];
     for (uint32_t i = 0; i < a->n_admins; i++)
         b->allowed[b->n_allowed++] = a->admins[i];
+}
+
+static uint32_t
+peer_index(const struct vt_node_config *cfg, const uint8_t id[16])
+{
+    for (uint32_t p = 0; p < cfg->replication.n_peers; p++)
+        if (memcmp(cfg->replication.peers[p].node, id, 16) == 0)
+            return p;
+    VT_ASSERT(!"replica not in peers: the config validation guarantees it");
+    return 0;
+}
+
+/* Static leadership from the config (until leases): who leads, who follows. */
+static void
+setup_replicas(struct vt_broker *b, const struct vt_node_range *nr, struct vt_broker_range *br)
+{
+    const struct vt_node_config *cfg = b->cfg;
+    br->leader = true;
+    if (nr->n_replicas == 0)
+        return;
+    br->replicated = true;
+    memcpy(br->leader_uuid, nr->leader, 16);
+    br->leader = memcmp(nr->leader, cfg->node_uuid, 16) == 0;
+    if (!br->leader) {
+        br->leader_peer = peer_index(cfg, nr->leader);
+        return;
+    }
+    for (uint32_t k = 0; k < nr->n_replicas; k++)
+        if (memcmp(nr->replica_ids[k], cfg->node_uuid, 16) != 0)
+            br->follower_peer[br->n_followers++] = peer_index(cfg, nr->replica_ids[k]);
 }
 
 static int
@@ -199,6 +287,7 @@ setup_ranges(struct vt_broker *b, char *err, size_t err_len)
         br->ident.range_generation = nr->range_generation;
         br->fencing_epoch = nr->fencing_epoch;
         br->core = vt_crc32c(0, nr->range_id, 16) % cores;
+        setup_replicas(b, nr, br);
         char id[37];
         vt_uuid_format(nr->range_id, id);
         snprintf(br->dir, sizeof(br->dir), "%s/ranges/%s-%s", cfg->data_dir, nr->topic, id);
@@ -245,7 +334,10 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
     b->policy.in_buf_bytes = (uint32_t)cfg->native.max_frame_bytes + 4096;
     b->policy.out_buf_max_bytes = (uint32_t)(2 * cfg->native.max_frame_bytes + (1u << 20));
     b->cores = calloc(cores, sizeof(*b->cores));
-    if (b->cores == NULL || check_port_free(&cfg->native.listen, err, err_len) != 0)
+    if (b->cores == NULL || check_port_free("native.listen", &cfg->native.listen, err, err_len) != 0)
+        goto fail;
+    if (cfg->has_replication && (check_port_free("replication.listen", &cfg->replication.listen, err, err_len) != 0 ||
+                                 vt_replica_init(b, err, err_len) != 0))
         goto fail;
     for (unsigned i = 0; i < cores; i++) {
         b->cores[i] = calloc(1, sizeof(*b->cores[i]));
@@ -305,6 +397,8 @@ vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
 {
     unsigned id = vt_core_id(core);
     b->cores[id]->core = core;
+    if (b->cfg->has_replication && vt_replica_core_start(b, core) != 0)
+        atomic_store(&b->start_failed, 1);
     for (uint32_t i = 0; i < b->n_ranges; i++)
         if (b->ranges[i].core == id)
             vt_range_actor_start(b->ranges[i].actor, core);
@@ -343,10 +437,12 @@ shutdown_msg(struct vt_core *core, const struct vt_msg *m)
         bc->listener = NULL;
     }
     vt_session_close_all(bc);
+    vt_replica_core_stop(b, core);
     for (uint32_t i = 0; i < b->n_ranges; i++) {
         struct vt_range_actor *ra = b->ranges[i].actor;
         if (b->ranges[i].core != vt_core_id(core))
             continue;
+        vt_range_repl_stop(ra);
         if (ra->state == 1 && ra->log) {
             ra->state = 3; /* closing: new requests are refused */
             atomic_store(&ra->state_g, 2);
@@ -370,7 +466,8 @@ vt_broker_shutdown(struct vt_broker *b)
 bool
 vt_broker_drained(const struct vt_broker *b)
 {
-    return atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0;
+    return atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0 &&
+           atomic_load(&b->repl_conns) == 0;
 }
 
 void
@@ -382,12 +479,15 @@ vt_broker_free(struct vt_broker *b)
         vt_range_actor_free(b->ranges[i].actor);
     free(b->ranges);
     for (unsigned c = 0; b->cores && c < vt_runtime_cores(b->rt); c++) {
+        if (b->cores[c])
+            vt_replica_core_free(b, c);
         if (b->cores[c] && b->cores[c]->listener)
             vt_listener_close(b->cores[c]->listener);
         free(b->cores[c]);
     }
     free(b->cores);
     free(b->allowed);
+    vt_replica_fini(b);
     vt_tls_ctx_free(b->tls);
     free(b);
 }

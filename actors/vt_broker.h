@@ -25,6 +25,7 @@
 struct vt_range_actor;
 struct vt_broker_core;
 struct vt_session;
+struct vt_replica_core;
 
 /* immutable after boot */
 struct vt_broker_range {
@@ -33,6 +34,13 @@ struct vt_broker_range {
     uint64_t fencing_epoch;     /* the configured epoch */
     char dir[PATH_MAX];
     struct vt_range_actor *actor; /* allocated by main, used only on `core` */
+    /* replication (static leadership until leases exist) */
+    bool replicated;            /* a replica set of 2 or more */
+    bool leader;                /* this node leads it */
+    uint32_t leader_peer;       /* follower: the leader's index in replication.peers */
+    uint8_t leader_uuid[16];
+    uint32_t n_followers;       /* leader: followers in the replica set */
+    uint32_t follower_peer[VT_NODE_MAX_REPLICAS]; /* their indexes in replication.peers */
 };
 
 /* Metric ids (registered before start). */
@@ -46,6 +54,8 @@ struct vt_broker_metrics {
     int sessions_active, sessions_accepted, sessions_refused;
     int budget_core_used;      /* gauge per core */
     int overloaded[4];         /* [connection, range, core, inflight] */
+    int repl_resyncs, repl_fences, repl_truncated, repl_quorum_timeouts; /* counters */
+    int repl_appends_served, repl_fenced_refusals;                       /* counters */
 };
 
 /* immutable after boot */
@@ -70,6 +80,13 @@ struct vt_broker {
     _Atomic uint32_t listeners_ready;
     _Atomic uint32_t sessions_open; /* all cores; for shutdown progress only */
     _Atomic int start_failed;
+    /* replica plane (vt_replica.c) */
+    struct vt_tls_ctx *peer_tls;     /* client context for links */
+    struct vt_conn_policy peer_policy;
+    const char **peer_cns;           /* peer node UUIDs (the replica allowlist) */
+    uint32_t n_peer_cns;
+    uint32_t peer_frame;             /* max replica frame */
+    _Atomic uint32_t repl_conns;     /* open replica connections, all cores */
 };
 
 /* Main thread, before vt_runtime_start. NULL with `err` on failure (bad TLS
@@ -102,6 +119,7 @@ struct vt_broker_core {
     uint32_t sessions;
     struct vt_session *session_list; /* every live session of this core */
     bool shutting_down;
+    struct vt_replica_core *repl;   /* the replica plane on this core (vt_replica.c) */
 };
 
 #endif

@@ -96,9 +96,37 @@ static const struct vt_cfg_schema authz_schema = {
 static int
 range_validate(void *obj, char *msg, size_t msg_len)
 {
-    const struct vt_node_range *r = obj;
+    struct vt_node_range *r = obj;
     if (!vt_topic_valid(r->topic, strlen(r->topic))) {
         snprintf(msg, msg_len, "topic '%s' must be 1..249 bytes of [A-Za-z0-9._-]", r->topic);
+        return -EINVAL;
+    }
+    if (r->n_replicas == 1 || r->n_replicas > VT_NODE_MAX_REPLICAS) {
+        snprintf(msg, msg_len, "replicas: %u listed; a replicated range needs 2..%u nodes "
+                 "(leave it out for a range on this node only)", r->n_replicas,
+                 VT_NODE_MAX_REPLICAS);
+        return -EINVAL;
+    }
+    bool leader_listed = false;
+    for (uint32_t i = 0; i < r->n_replicas; i++) {
+        if (vt_cfg_parse_uuid(r->replicas[i], strlen(r->replicas[i]), r->replica_ids[i]) != 0) {
+            snprintf(msg, msg_len, "replicas[%u] '%s' is not a node UUID", i, r->replicas[i]);
+            return -EINVAL;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (memcmp(r->replica_ids[i], r->replica_ids[j], 16) == 0) {
+                snprintf(msg, msg_len, "replicas[%u] repeats replicas[%u]", i, j);
+                return -EINVAL;
+            }
+        if (r->has_leader && memcmp(r->replica_ids[i], r->leader, 16) == 0)
+            leader_listed = true;
+    }
+    if (r->n_replicas > 0 && !r->has_leader) {
+        snprintf(msg, msg_len, "leader: a replicated range needs its leader's node UUID");
+        return -EINVAL;
+    }
+    if (r->has_leader && !leader_listed) {
+        snprintf(msg, msg_len, "leader is not one of the range's replicas");
         return -EINVAL;
     }
     return 0;
@@ -111,12 +139,38 @@ static const struct vt_cfg_field range_fields[] = {
     VT_CFG_UUID_F(RG, range_id, "range_id", true),
     VT_CFG_U64_F(RG, range_generation, "range_generation", false, 0, UINT64_MAX),
     VT_CFG_U64_F(RG, fencing_epoch, "fencing_epoch", true, 1, UINT64_MAX),
+    VT_CFG_STRLIST_F(RG, replicas, n_replicas, "replicas", false, VT_NODE_MAX_REPLICAS),
+    VT_CFG_UUID_F(RG, leader, "leader", false, VT_CFG_PRESENT(RG, has_leader)),
 };
 #undef RG
 static const struct vt_cfg_schema range_schema = {.name = "range",
                                                   .fields = range_fields,
                                                   .n_fields = VT_ARRAY_LEN(range_fields),
                                                   .validate = range_validate};
+
+#define PR struct vt_node_peer
+static const struct vt_cfg_field peer_fields[] = {
+    VT_CFG_UUID_F(PR, node, "node", true),
+    VT_CFG_HOSTPORT_F(PR, address, "address", true, 1, 65535),
+};
+#undef PR
+static const struct vt_cfg_schema peer_schema = {
+    .name = "peer", .fields = peer_fields, .n_fields = VT_ARRAY_LEN(peer_fields)};
+
+#define RP struct vt_node_replication
+static const struct vt_cfg_field repl_fields[] = {
+    VT_CFG_HOSTPORT_F(RP, listen, "listen", true, 1, 65535),
+    VT_CFG_LIST_F(RP, peers, n_peers, "peers", false, &peer_schema, VT_NODE_MAX_PEERS),
+    VT_CFG_DURATION_F(RP, quorum_timeout_ms, "quorum_timeout", false, 10, 600000),
+    VT_CFG_DURATION_F(RP, connect_timeout_ms, "connect_timeout", false, 10, 600000),
+    VT_CFG_U32_F(RP, window_requests, "window_requests", false, 1, 256),
+    VT_CFG_SIZE_F(RP, window_bytes, "window", false, 4096, 1ull << 30),
+    VT_CFG_SIZE_F(RP, retransmit_bytes, "retransmit", false, 4096, 1ull << 32),
+    VT_CFG_U32_F(RP, max_connection_requests, "max_connection_requests", false, 1, 65536),
+};
+#undef RP
+static const struct vt_cfg_schema repl_schema = {
+    .name = "replication", .fields = repl_fields, .n_fields = VT_ARRAY_LEN(repl_fields)};
 
 #define LM struct vt_node_limits
 static const struct vt_cfg_field limits_fields[] = {
@@ -158,15 +212,79 @@ static const struct vt_cfg_field node_fields[] = {
              VT_CFG_PRESENT(NC, has_native)),
     VT_CFG_F(NC, authz, "authorization", VT_CFG_BLOCK, false, 0, 0, .sub = &authz_schema),
     VT_CFG_LIST_F(NC, ranges, n_ranges, "ranges", false, &range_schema, 4096),
+    VT_CFG_F(NC, replication, "replication", VT_CFG_BLOCK, false, 0, 0, .sub = &repl_schema,
+             VT_CFG_PRESENT(NC, has_replication)),
     VT_CFG_F(NC, limits, "limits", VT_CFG_BLOCK, false, 0, 0, .sub = &limits_schema),
     VT_CFG_F(NC, budgets, "budgets", VT_CFG_BLOCK, false, 0, 0, .sub = &budget_schema),
 };
 #undef NC
+static const struct vt_node_peer *
+find_peer(const struct vt_node_config *c, const uint8_t id[16])
+{
+    for (uint32_t i = 0; i < c->replication.n_peers; i++)
+        if (memcmp(c->replication.peers[i].node, id, 16) == 0)
+            return &c->replication.peers[i];
+    return NULL;
+}
+
+/* Replica sets: this node is in each, every other member is a known peer. */
+static int
+replication_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
+{
+    for (uint32_t i = 0; i < c->replication.n_peers; i++) {
+        if (c->has_node_uuid && memcmp(c->replication.peers[i].node, c->node_uuid, 16) == 0) {
+            snprintf(msg, msg_len, "replication.peers[%u] is this node itself", i);
+            return -EINVAL;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            if (memcmp(c->replication.peers[i].node, c->replication.peers[j].node, 16) == 0) {
+                snprintf(msg, msg_len, "replication.peers[%u] repeats peers[%u]", i, j);
+                return -EINVAL;
+            }
+    }
+    for (uint32_t i = 0; i < c->n_ranges; i++) {
+        const struct vt_node_range *r = &c->ranges[i];
+        if (r->n_replicas == 0)
+            continue;
+        if (!c->has_replication) {
+            snprintf(msg, msg_len, "ranges[%u] is replicated but there is no replication block",
+                     i);
+            return -EINVAL;
+        }
+        bool self = false;
+        for (uint32_t k = 0; k < r->n_replicas; k++) {
+            if (memcmp(r->replica_ids[k], c->node_uuid, 16) == 0) {
+                self = true;
+                continue;
+            }
+            if (find_peer(c, r->replica_ids[k]) == NULL) {
+                snprintf(msg, msg_len, "ranges[%u].replicas[%u] %s is not in replication.peers",
+                         i, k, r->replicas[k]);
+                return -EINVAL;
+            }
+        }
+        if (!self) {
+            snprintf(msg, msg_len, "ranges[%u]: this node (node_uuid) is not in its replicas",
+                     i);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 /* Cross-field rules for the whole file. */
 static int
 node_validate(void *obj, char *msg, size_t msg_len)
 {
     const struct vt_node_config *c = obj;
+    if (c->has_replication && (!c->has_tls || !c->has_node_uuid)) {
+        snprintf(msg, msg_len, "replication needs a tls block and node_uuid (peers "
+                 "authenticate by the node certificate's CN)");
+        return -EINVAL;
+    }
+    int rrc = replication_validate(c, msg, msg_len);
+    if (rrc != 0)
+        return rrc;
     if (c->has_native && !c->has_tls) {
         snprintf(msg, msg_len, "native listener needs a tls block (mutual TLS is mandatory)");
         return -EINVAL;
@@ -230,6 +348,12 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                           .max_batch_bytes = 4u << 20,
                                           .max_segment_bytes = 256ull << 20,
                                           .max_segment_records = 10000000};
+    cfg->replication = (struct vt_node_replication){.quorum_timeout_ms = 2000,
+                                                    .connect_timeout_ms = 2000,
+                                                    .window_requests = 16,
+                                                    .window_bytes = 4ull << 20,
+                                                    .retransmit_bytes = 8ull << 20,
+                                                    .max_connection_requests = 1024};
     cfg->budgets = (struct vt_node_budgets){.connection_bytes = 64ull << 20,
                                             .range_bytes = 64ull << 20,
                                             .core_bytes = 256ull << 20,

@@ -58,12 +58,40 @@ struct vt_node_authz {
     uint32_t n_admins;
 };
 
+#define VT_NODE_MAX_REPLICAS 7u
+#define VT_NODE_MAX_PEERS 64u
+
 struct vt_node_range {
     char *topic;
     uint64_t topic_epoch;
     uint8_t range_id[16];
     uint64_t range_generation;
-    uint64_t fencing_epoch; /* static until leases exist */
+    uint64_t fencing_epoch; /* the leader's first epoch (static until leases exist) */
+    char **replicas;        /* node UUIDs of the replica set, this node included */
+    uint32_t n_replicas;    /* 0 = not replicated (this node only) */
+    uint8_t leader[16];     /* the configured leader (static until leases exist) */
+    bool has_leader;
+    /* filled by validation */
+    uint8_t replica_ids[VT_NODE_MAX_REPLICAS][16];
+};
+
+/* Another data node this one replicates with. */
+struct vt_node_peer {
+    uint8_t node[16];
+    struct vt_cfg_hostport address; /* its replication listener */
+};
+
+/* The replica plane: listener, peers and the leader's per-follower windows. */
+struct vt_node_replication {
+    struct vt_cfg_hostport listen;
+    struct vt_node_peer *peers;
+    uint32_t n_peers;
+    uint64_t quorum_timeout_ms;   /* a quorum produce fails (retryably) after this */
+    uint64_t connect_timeout_ms;
+    uint32_t window_requests;     /* appends in flight per follower */
+    uint64_t window_bytes;        /* bytes in flight per follower */
+    uint64_t retransmit_bytes;    /* per led range */
+    uint32_t max_connection_requests; /* follower side: requests queued per connection */
 };
 
 /* Storage limits for new ranges (an existing range keeps its own). */
@@ -102,6 +130,8 @@ struct vt_node_config {
     struct vt_node_authz authz;
     struct vt_node_range *ranges;
     uint32_t n_ranges;
+    struct vt_node_replication replication;
+    bool has_replication;
     struct vt_node_limits limits;
     struct vt_node_budgets budgets;
 };

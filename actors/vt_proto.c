@@ -50,36 +50,15 @@ keep_why(const struct vt_rd *r)
     return vt_proto_why_buf;
 }
 
-static void
-enc_range(struct vt_wr *w, const struct vt_range_ident *r)
-{
-    vt_wr_str(w, r->topic);
-    vt_wr_u64(w, r->topic_epoch);
-    vt_wr_raw(w, r->range_id, 16);
-    vt_wr_u64(w, r->range_generation);
-}
-
+/* The range identity codec lives in log/ (shared with the replica plane);
+ * its reader messages live in `r`, so keep them past this decoder. */
 static int
 dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
 {
-    const char *t = NULL;
-    uint32_t tl = 0;
-    const uint8_t *id = NULL;
-    if (vt_rd_str(r, "range.topic", VT_TOPIC_MAX_BYTES, &t, &tl) ||
-        vt_rd_u64(r, "range.topic_epoch", &out->topic_epoch) ||
-        vt_rd_raw(r, "range.range_id", 16, &id) ||
-        vt_rd_u64(r, "range.range_generation", &out->range_generation)) {
+    int rc = vt_range_ident_decode(r, out, why);
+    if (rc != 0 && r->err != NULL)
         *why = keep_why(r);
-        return r->err_code;
-    }
-    if (!vt_topic_valid(t, tl)) {
-        *why = "range.topic: must be 1..249 bytes of [A-Za-z0-9._-]";
-        return -EBADMSG;
-    }
-    memcpy(out->topic, t, tl);
-    out->topic[tl] = '\0';
-    memcpy(out->range_id, id, 16);
-    return 0;
+    return rc;
 }
 
 static int
@@ -236,7 +215,7 @@ vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
 void
 vt_proto_encode_produce(struct vt_wr *w, const struct vt_produce_req *m)
 {
-    enc_range(w, &m->range);
+    vt_range_ident_encode(w, &m->range);
     vt_wr_u64(w, m->fencing_epoch);
     vt_wr_u8(w, m->durability);
     vt_wr_bytes(w, m->batch, m->batch_len);
@@ -297,7 +276,7 @@ vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_res
 void
 vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m)
 {
-    enc_range(w, &m->range);
+    vt_range_ident_encode(w, &m->range);
     vt_wr_u64(w, m->fencing_epoch);
     vt_wr_u64(w, m->start);
     vt_wr_u32(w, m->max_bytes);
@@ -410,14 +389,67 @@ vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_re
     vt_wr_u32(w, m->n_ranges);
     for (uint32_t i = 0; i < m->n_ranges; i++) {
         const struct vt_range_status *r = &m->ranges[i];
-        enc_range(w, &r->range);
+        vt_range_ident_encode(w, &r->range);
         vt_wr_u64(w, r->fencing_epoch);
         vt_wr_u64(w, r->start_offset);
         vt_wr_u64(w, r->next_offset);
         vt_wr_u64(w, r->committed);
         vt_wr_u64(w, r->hwm);
         vt_wr_u8(w, r->state);
+        vt_wr_u8(w, r->role);
+        vt_wr_u8(w, r->n_replicas);
+        for (uint32_t k = 0; k < r->n_replicas && k < VT_PROTO_STATUS_MAX_REPLICAS; k++) {
+            const struct vt_replica_status *x = &r->replicas[k];
+            vt_wr_raw(w, x->node, 16);
+            vt_wr_u8(w, x->reachable);
+            vt_wr_u8(w, x->state);
+            vt_wr_u64(w, x->durable);
+            vt_wr_u64(w, x->send_next);
+            vt_wr_u64(w, x->lag);
+            vt_wr_u32(w, x->inflight_requests);
+            vt_wr_u64(w, x->inflight_bytes);
+            vt_wr_u64(w, x->resyncs);
+            vt_wr_u64(w, x->fences);
+            vt_wr_u64(w, x->truncated);
+        }
     }
+}
+
+static int
+dec_replicas(struct vt_rd *r, struct vt_range_status *s, const char **why)
+{
+    if (vt_rd_u8(r, "role", &s->role) || vt_rd_u8(r, "n_replicas", &s->n_replicas))
+        return fail(r, why);
+    if (s->role > VT_RS_ROLE_FOLLOWER) {
+        *why = "role: must be 0, 1 or 2";
+        return -EBADMSG;
+    }
+    if (s->n_replicas > VT_PROTO_STATUS_MAX_REPLICAS) {
+        *why = "n_replicas exceeds 7";
+        return -EMSGSIZE;
+    }
+    for (uint32_t k = 0; k < s->n_replicas; k++) {
+        struct vt_replica_status *x = &s->replicas[k];
+        const uint8_t *node = NULL;
+        if (vt_rd_raw(r, "replica.node", 16, &node) ||
+            vt_rd_u8(r, "replica.reachable", &x->reachable) ||
+            vt_rd_u8(r, "replica.state", &x->state) ||
+            vt_rd_u64(r, "replica.durable", &x->durable) ||
+            vt_rd_u64(r, "replica.send_next", &x->send_next) ||
+            vt_rd_u64(r, "replica.lag", &x->lag) ||
+            vt_rd_u32(r, "replica.inflight_requests", &x->inflight_requests) ||
+            vt_rd_u64(r, "replica.inflight_bytes", &x->inflight_bytes) ||
+            vt_rd_u64(r, "replica.resyncs", &x->resyncs) ||
+            vt_rd_u64(r, "replica.fences", &x->fences) ||
+            vt_rd_u64(r, "replica.truncated", &x->truncated))
+            return fail(r, why);
+        memcpy(x->node, node, 16);
+        if (x->reachable > 1 || x->state > 2) {
+            *why = "replica.reachable must be 0/1 and replica.state 0..2";
+            return -EBADMSG;
+        }
+    }
+    return 0;
 }
 
 int
@@ -450,6 +482,9 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
             *why = "state: must be 0, 1 or 2";
             return -EBADMSG;
         }
+        rc = dec_replicas(&r, s, why);
+        if (rc != 0)
+            return rc;
     }
     return finish(&r, why);
 }

@@ -126,6 +126,25 @@ struct vt_fetch_resp {
 
 #define VT_PROTO_STATUS_MAX_RANGES 4096u
 
+#define VT_PROTO_STATUS_MAX_REPLICAS 7u
+
+/* Replica roles and link states in a NodeStatusResponse. */
+enum { VT_RS_ROLE_SINGLE = 0, VT_RS_ROLE_LEADER = 1, VT_RS_ROLE_FOLLOWER = 2 };
+
+/* A follower of a range this node leads, as the leader sees it (or, on a
+ * follower, its leader with only `node` set). */
+struct vt_replica_status {
+    uint8_t node[16];
+    uint8_t reachable;       /* the replica link is up */
+    uint8_t state;           /* 0 down, 1 fencing, 2 streaming */
+    uint64_t durable;        /* acknowledged durable offset */
+    uint64_t send_next;      /* next offset the leader sends it */
+    uint64_t lag;            /* leader next offset - durable */
+    uint32_t inflight_requests;
+    uint64_t inflight_bytes;
+    uint64_t resyncs, fences, truncated;
+};
+
 /* One hosted range in a NodeStatusResponse. */
 struct vt_range_status {
     struct vt_range_ident range;
@@ -135,6 +154,9 @@ struct vt_range_status {
     uint64_t committed;      /* durable on this node */
     uint64_t hwm;            /* visible to consumers */
     uint8_t state;           /* 0 opening, 1 ready, 2 failed */
+    uint8_t role;            /* VT_RS_ROLE_* */
+    uint8_t n_replicas;      /* followers (leader) or 1 = the leader (follower) */
+    struct vt_replica_status replicas[VT_PROTO_STATUS_MAX_REPLICAS];
 };
 
 struct vt_node_status_resp {

@@ -25,12 +25,19 @@ vt_range_actor_new(struct vt_broker *b, uint32_t idx)
     ra->b = b;
     ra->idx = idx;
     ra->fencing_epoch = b->ranges[idx].fencing_epoch;
+    if (b->ranges[idx].replicated && vt_range_repl_new(ra) != 0) {
+        free(ra);
+        return NULL;
+    }
     return ra;
 }
 
 void
 vt_range_actor_free(struct vt_range_actor *ra)
 {
+    if (ra == NULL)
+        return;
+    vt_range_repl_free(ra);
     free(ra);
 }
 
@@ -51,8 +58,8 @@ back_home(struct vt_core *c, const struct vt_msg *m)
     vt_session_complete(c, m->ptr);
 }
 
-static void
-finish(struct vt_core *c, struct vt_breq *r)
+void
+vt_range_finish(struct vt_core *c, struct vt_breq *r)
 {
     if (r->remote)
         vt_core_reply(c, &r->call, back_home, r, 0);
@@ -60,19 +67,15 @@ finish(struct vt_core *c, struct vt_breq *r)
         vt_session_complete(c, r);
 }
 
-static void
-fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void
-fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
+void
+vt_range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
     va_end(ap);
     r->err_code = code;
-    finish(c, r);
+    vt_range_finish(c, r);
 }
 
 /* ---- produce ---------------------------------------------------------------- */
@@ -84,18 +87,18 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     struct vt_core *c = vt_core_self();
     publish(r->b->ranges[r->range_idx].actor);
     if (rc == -ESTALE) {
-        fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
+        vt_range_fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
         return;
     }
     if (rc != 0) {
-        fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        vt_range_fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
         return;
     }
     if (!r->presp.duplicate) /* a duplicate already carries its original offset */
         r->presp.base_offset = base;
     r->presp.record_count = r->records;
     r->presp.committed_next = vt_rlog_committed(l);
-    finish(c, r);
+    vt_range_finish(c, r);
 }
 
 static const char *
@@ -129,7 +132,7 @@ static void
 range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
     if (ra->state != RA_READY) {
-        fail(c, r, VT_E_STORAGE, "range is %s",
+        vt_range_fail(c, r, VT_E_STORAGE, "range is %s",
              ra->state == RA_OPENING  ? "still recovering"
              : ra->state == RA_FAILED ? "failed (see the node log)"
                                       : "closing");
@@ -137,9 +140,13 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
     }
     /* The epoch check happens here, on the range's core, right where the
      * batch is appended; the commit re-checks it before acknowledging. */
-    if (r->fencing_epoch != ra->fencing_epoch) {
-        fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+    if (r->fencing_epoch != 0 && r->fencing_epoch != ra->fencing_epoch) {
+        vt_range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
              (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
+        return;
+    }
+    if (ra->repl != NULL) {
+        vt_range_repl_produce(c, ra, r);
         return;
     }
     uint64_t base = 0;
@@ -156,16 +163,26 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
             return;
         rc = wrc;
     }
+    vt_range_append_error(c, r, rc);
+}
+
+void
+vt_range_append_error(struct vt_core *c, struct vt_breq *r, int rc)
+{
     if (rc == -EAGAIN)
-        fail(c, r, VT_E_OVERLOADED, "range write budget full: retry");
+        vt_range_fail(c, r, VT_E_OVERLOADED, "range write budget full: retry");
     else if (rc == -EIO)
-        fail(c, r, VT_E_STORAGE, "range is poisoned by an I/O error");
+        vt_range_fail(c, r, VT_E_STORAGE, "range is poisoned by an I/O error");
     else if (rc == -ESTALE)
-        fail(c, r, VT_E_FENCED, "range fenced");
+        vt_range_fail(c, r, VT_E_FENCED, "range fenced");
     else if (rc == -EINVAL)
-        fail(c, r, VT_E_INVALID_REQUEST, "batch exceeds the range's limits or is malformed");
+        vt_range_fail(c, r, VT_E_INVALID_REQUEST,
+                      "batch exceeds the range's limits or is malformed");
+    else if (rc == -ECANCELED)
+        vt_range_fail(c, r, VT_E_STORAGE, "range is closing");
     else
-        fail(c, r, producer_code(rc), "%s (%s)", producer_text(rc), vt_producers_code_name(rc));
+        vt_range_fail(c, r, producer_code(rc), "%s (%s)", producer_text(rc),
+                      vt_producers_code_name(rc));
 }
 
 /* ---- fetch ------------------------------------------------------------------- */
@@ -194,39 +211,40 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
     if (rc == -ERANGE) {
-        fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
+        vt_range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
              (unsigned long long)r->fetch_start);
         return;
     }
     if (rc == -ENOBUFS) {
-        fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
+        vt_range_fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
              r->max_bytes);
         return;
     }
     if (rc != 0) {
-        fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
+        vt_range_fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
         return;
     }
     r->next_offset = len ? next : r->fetch_start;
     trim_records(r, buf, len, &r->next_offset);
-    finish(c, r);
+    vt_range_finish(c, r);
 }
 
 static void
 range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
     if (ra->state != RA_READY) {
-        fail(c, r, VT_E_STORAGE, "range is not ready");
+        vt_range_fail(c, r, VT_E_STORAGE, "range is not ready");
         return;
     }
     if (r->fencing_epoch != 0 && r->fencing_epoch != ra->fencing_epoch) {
-        fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+        vt_range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
              (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
         return;
     }
-    r->hwm = vt_rlog_committed(ra->log); /* single node: the HWM is the durable offset */
+    /* single node: the HWM is the durable offset; replicated: the quorum's */
+    r->hwm = ra->repl ? vt_range_repl_hwm(ra) : vt_rlog_committed(ra->log);
     if (r->fetch_start < atomic_load_explicit(&ra->start_g, memory_order_relaxed)) {
-        fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
+        vt_range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
              (unsigned long long)r->fetch_start,
              (unsigned long long)atomic_load(&ra->start_g));
         return;
@@ -234,15 +252,15 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
     if (r->fetch_start >= r->hwm) {
         r->next_offset = r->fetch_start;
         r->len = 0;
-        finish(c, r);
+        vt_range_finish(c, r);
         return;
     }
     int rc = vt_rlog_read(ra->log, r->fetch_start, r->hwm, r->max_bytes, r->fetch_dst, on_read,
                           r);
     if (rc == -EAGAIN)
-        fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
+        vt_range_fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
     else if (rc != 0)
-        fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
+        vt_range_fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -300,6 +318,36 @@ on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
     vt_metric_observe(sh, ra->b->m.commit_bytes, bytes);
     vt_metric_observe(sh, ra->b->m.commit_sync, job_ns);
     publish(ra);
+    vt_range_repl_local_durable(ra);
+}
+
+static void
+range_ready(struct vt_range_actor *ra)
+{
+    ra->state = RA_READY;
+    atomic_store(&ra->start_g, vt_rlog_start_offset(ra->log));
+    atomic_store(&ra->epoch_g, ra->fencing_epoch);
+    publish(ra);
+    atomic_store(&ra->state_g, RA_READY);
+    if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
+        vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
+}
+
+static void
+single_begun(struct vt_rlog *l, int rc, void *arg)
+{
+    (void)l;
+    struct vt_range_actor *ra = arg;
+    if (rc != 0) {
+        VT_ERROR("range %s: cannot record fencing epoch %llu: %s",
+                 ra->b->ranges[ra->idx].ident.topic, (unsigned long long)ra->fencing_epoch,
+                 strerror(-rc));
+        ra->state = RA_FAILED;
+        atomic_store(&ra->state_g, RA_FAILED);
+        atomic_store(&ra->b->start_failed, 1);
+        return;
+    }
+    range_ready(ra);
 }
 
 static void
@@ -317,17 +365,20 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         return;
     }
     ra->log = l;
-    vt_rlog_set_fence(l, ra->fencing_epoch);
-    ra->state = RA_READY;
-    atomic_store(&ra->start_g, 0);
-    publish(ra);
-    atomic_store(&ra->state_g, RA_READY);
     VT_INFO("range %s recovered: committed %llu, %u sealed segments, %llu uncommitted bytes cut"
             "%s", br->ident.topic, (unsigned long long)vt_rlog_committed(l),
             rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
             rec->created ? " (new range)" : "");
-    if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
-        vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
+    if (ra->repl != NULL) {
+        vt_range_repl_opened(ra, range_ready);
+        return;
+    }
+    /* A single-node range writes at its configured epoch, never below one it held. */
+    uint64_t held = vt_rlog_held_epoch(l);
+    ra->fencing_epoch = held > ra->fencing_epoch ? held : ra->fencing_epoch;
+    int brc = vt_rlog_begin_epoch(l, ra->fencing_epoch, single_begun, ra);
+    if (brc != 0)
+        single_begun(l, brc, ra);
 }
 
 void

@@ -279,11 +279,17 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
                      "producer id must equal the session principal");
         return;
     }
-    if (m.durability != VT_DUR_LOCAL) {
-        answer_error(s, id, VT_K_PRODUCE, VT_E_INVALID_REQUEST,
-                     m.durability == VT_DUR_QUORUM
-                         ? "quorum durability needs replication, which this node does not run"
-                         : "buffered durability is refused: vtop acknowledges only durable data");
+    const struct vt_broker_range *br = &s->b->ranges[idx];
+    if (m.durability == VT_DUR_BUFFERED ||
+        (m.durability == VT_DUR_QUORUM && !br->replicated) ||
+        (m.durability == VT_DUR_LOCAL && br->replicated)) {
+        answer_error(s, id, VT_K_PRODUCE, VT_E_INVALID_REQUEST, "%s",
+                     m.durability == VT_DUR_BUFFERED
+                         ? "buffered durability is refused: vtop acknowledges only durable data"
+                     : br->replicated
+                         ? "range is replicated: produce with quorum durability"
+                         : "quorum durability needs a replicated range; this one has no "
+                           "replicas (use local)");
         return;
     }
     if (budget_check(s, m.batch_len, &why) != 0) {
@@ -303,6 +309,7 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
     r->records = h.record_count;
     r->range_idx = (uint32_t)idx;
     r->fencing_epoch = m.fencing_epoch;
+    r->durability = m.durability;
     charge(s, r, m.batch_len);
     vt_range_submit(s->b, s->core, r);
 }
@@ -373,6 +380,41 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
     vt_range_submit(s->b, s->core, r);
 }
 
+/* Racy reads of what the range's core published about its replicas. */
+static void
+fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
+{
+    const struct vt_broker_range *br = &b->ranges[i];
+    struct vt_range_actor *ra = br->actor;
+    st->role = !br->replicated ? VT_RS_ROLE_SINGLE
+               : br->leader    ? VT_RS_ROLE_LEADER
+                               : VT_RS_ROLE_FOLLOWER;
+    if (!br->replicated)
+        return;
+    if (!br->leader) {
+        st->n_replicas = 1;
+        memcpy(st->replicas[0].node, br->leader_uuid, 16);
+        return;
+    }
+    st->n_replicas = (uint8_t)br->n_followers;
+    for (uint32_t f = 0; f < br->n_followers; f++) {
+        struct vt_replica_status *x = &st->replicas[f];
+        struct vt_follower_pub *p = &ra->fpub[f];
+        memcpy(x->node, b->cfg->replication.peers[br->follower_peer[f]].node, 16);
+        x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
+        x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
+        x->durable = atomic_load_explicit(&p->durable, memory_order_relaxed);
+        x->send_next = atomic_load_explicit(&p->send_next, memory_order_relaxed);
+        x->lag = atomic_load_explicit(&p->lag, memory_order_relaxed);
+        x->inflight_requests =
+            (uint32_t)atomic_load_explicit(&p->inflight_requests, memory_order_relaxed);
+        x->inflight_bytes = atomic_load_explicit(&p->inflight_bytes, memory_order_relaxed);
+        x->resyncs = atomic_load_explicit(&p->resyncs, memory_order_relaxed);
+        x->fences = atomic_load_explicit(&p->fences, memory_order_relaxed);
+        x->truncated = atomic_load_explicit(&p->truncated, memory_order_relaxed);
+    }
+}
+
 static void
 handle_node_status(struct vt_session *s, const struct vt_frame *f)
 {
@@ -382,7 +424,7 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
         return;
     }
     struct vt_broker *b = s->b;
-    size_t cap = 128 + (size_t)b->n_ranges * 360;
+    size_t cap = 128 + (size_t)b->n_ranges * 960;
     r->buf = malloc(cap);
     struct vt_range_status *st = calloc(b->n_ranges ? b->n_ranges : 1, sizeof(*st));
     if (r->buf == NULL || st == NULL) {
@@ -394,12 +436,15 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
     for (uint32_t i = 0; i < b->n_ranges; i++) {
         struct vt_range_actor *ra = b->ranges[i].actor;
         st[i].range = b->ranges[i].ident;
-        st[i].fencing_epoch = b->ranges[i].fencing_epoch;
+        st[i].fencing_epoch = atomic_load_explicit(&ra->epoch_g, memory_order_relaxed);
         st[i].start_offset = atomic_load_explicit(&ra->start_g, memory_order_relaxed);
         st[i].next_offset = atomic_load_explicit(&ra->next_g, memory_order_relaxed);
         st[i].committed = atomic_load_explicit(&ra->committed_g, memory_order_relaxed);
-        st[i].hwm = st[i].committed;
+        st[i].hwm = b->ranges[i].replicated
+                        ? atomic_load_explicit(&ra->hwm_g, memory_order_relaxed)
+                        : st[i].committed;
         st[i].state = (uint8_t)atomic_load_explicit(&ra->state_g, memory_order_relaxed);
+        fill_replicas(b, i, &st[i]);
     }
     struct vt_node_status_resp m = {.n_ranges = b->n_ranges, .ranges = st};
     snprintf(m.node_id, sizeof(m.node_id), "%s", b->node_uuid);

@@ -105,6 +105,8 @@ resolve_ranges(struct vt_bp_run *run)
                        pick[i]->state);
             return 1;
         }
+        if (r->fencing_epoch == 0) /* "whatever the leader writes at now" */
+            r->fencing_epoch = pick[i]->fencing_epoch;
         if (pick[i]->fencing_epoch != r->fencing_epoch) {
             vt_bp_fail(run,
                        "range %s: node %s is at fencing epoch %llu, the config says %llu "

@@ -95,6 +95,43 @@ state_name(uint8_t s)
     return s == 0 ? "opening" : s == 1 ? "ready" : s == 2 ? "failed" : "unknown";
 }
 
+static const char *
+role_name(uint8_t r)
+{
+    return r == VT_RS_ROLE_LEADER ? "leader" : r == VT_RS_ROLE_FOLLOWER ? "follower" : "single";
+}
+
+static const char *
+link_state_name(uint8_t s)
+{
+    return s == 0 ? "down" : s == 1 ? "fencing" : s == 2 ? "streaming" : "unknown";
+}
+
+static void
+print_replicas_json(const struct vt_range_status *s)
+{
+    printf(",\"role\":\"%s\",\"replicas\":[", role_name(s->role));
+    for (uint32_t k = 0; k < s->n_replicas; k++) {
+        const struct vt_replica_status *x = &s->replicas[k];
+        char node[37];
+        vt_uuid_format(x->node, node);
+        if (k > 0)
+            putchar(',');
+        if (s->role == VT_RS_ROLE_FOLLOWER) {
+            printf("{\"node\":\"%s\",\"role\":\"leader\"}", node);
+            continue;
+        }
+        printf("{\"node\":\"%s\",\"role\":\"follower\",\"reachable\":%s,\"state\":\"%s\","
+               "\"durable\":%" PRIu64 ",\"send_next\":%" PRIu64 ",\"lag\":%" PRIu64
+               ",\"inflight_requests\":%" PRIu32 ",\"inflight_bytes\":%" PRIu64
+               ",\"resyncs\":%" PRIu64 ",\"fences\":%" PRIu64 ",\"truncated\":%" PRIu64 "}",
+               node, x->reachable ? "true" : "false", link_state_name(x->state), x->durable,
+               x->send_next, x->lag, x->inflight_requests, x->inflight_bytes, x->resyncs,
+               x->fences, x->truncated);
+    }
+    putchar(']');
+}
+
 static void
 print_range_json(const struct vt_range_status *s)
 {
@@ -104,9 +141,30 @@ print_range_json(const struct vt_range_status *s)
     ctl_json_str(s->range.topic);
     printf(",\"topic_epoch\":%" PRIu64 ",\"range_id\":\"%s\",\"range_generation\":%" PRIu64
            ",\"fencing_epoch\":%" PRIu64 ",\"start_offset\":%" PRIu64 ",\"next_offset\":%" PRIu64
-           ",\"committed\":%" PRIu64 ",\"hwm\":%" PRIu64 ",\"state\":\"%s\"}",
+           ",\"committed\":%" PRIu64 ",\"hwm\":%" PRIu64 ",\"state\":\"%s\"",
            s->range.topic_epoch, id, s->range.range_generation, s->fencing_epoch,
            s->start_offset, s->next_offset, s->committed, s->hwm, state_name(s->state));
+    print_replicas_json(s);
+    putchar('}');
+}
+
+static void
+print_replicas_text(const struct vt_range_status *s)
+{
+    for (uint32_t k = 0; k < s->n_replicas; k++) {
+        const struct vt_replica_status *x = &s->replicas[k];
+        char node[37];
+        vt_uuid_format(x->node, node);
+        if (s->role == VT_RS_ROLE_FOLLOWER) {
+            printf("  leader %s\n", node);
+            continue;
+        }
+        printf("  follower %s %s %s durable=%" PRIu64 " lag=%" PRIu64 " inflight=%" PRIu32
+               "/%" PRIu64 "B resyncs=%" PRIu64 " fences=%" PRIu64 " truncated=%" PRIu64 "\n",
+               node, x->reachable ? "reachable" : "unreachable", link_state_name(x->state),
+               x->durable, x->lag, x->inflight_requests, x->inflight_bytes, x->resyncs,
+               x->fences, x->truncated);
+    }
 }
 
 static void
@@ -131,10 +189,11 @@ print_status(const struct vt_node_status_resp *st, bool json)
         vt_uuid_format(s->range.range_id, id);
         printf("range topic=%s topic_epoch=%" PRIu64 " range_id=%s generation=%" PRIu64
                " fencing_epoch=%" PRIu64 " start=%" PRIu64 " next=%" PRIu64 " committed=%" PRIu64
-               " hwm=%" PRIu64 " state=%s\n",
+               " hwm=%" PRIu64 " state=%s role=%s\n",
                s->range.topic, s->range.topic_epoch, id, s->range.range_generation,
                s->fencing_epoch, s->start_offset, s->next_offset, s->committed, s->hwm,
-               state_name(s->state));
+               state_name(s->state), role_name(s->role));
+        print_replicas_text(s);
     }
 }
 

@@ -3,7 +3,6 @@
  * layout and the recovery rules are in vt_epoch_history.h. */
 #include "vt_epoch_history.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -304,37 +303,50 @@ eh_publish(struct vt_epoch_history *h, const struct vt_epoch_entry *e, uint32_t 
     return 0;
 }
 
-/* Deletes `.fencing-epochs.*.tmp` left by an interrupted create or rewrite. */
+struct eh_sweep {
+    struct vt_epoch_history *h;
+    struct vt_log_err *err;
+    int rc;
+};
+
+static int
+eh_sweep_one(void *arg, const char *name)
+{
+    struct eh_sweep *w = arg;
+    struct vt_epoch_history *h = w->h;
+    const size_t plen = strlen(EH_TMP_PREFIX), slen = strlen(EH_TMP_SUFFIX);
+    size_t len = strlen(name);
+    if (len <= plen + slen || strncmp(name, EH_TMP_PREFIX, plen) != 0 ||
+        strcmp(name + len - slen, EH_TMP_SUFFIX) != 0)
+        return 0;
+    char tmp[EH_PATH_BYTES];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", h->dir, name) >= sizeof(tmp))
+        return 0; /* cannot be ours: our names are short */
+    int rc = h->ops->unlink(h->ops->ctx, tmp);
+    if (rc == -ENOENT)
+        rc = 0;
+    if (rc < 0) {
+        w->rc = vt_log_err_set(w->err, rc, tmp, "%s: cannot delete temp debris: %s", tmp,
+                               strerror(-rc));
+        return 1;
+    }
+    VT_WARN("epoch history: deleted temp debris %s (interrupted rewrite)", tmp);
+    return 0;
+}
+
+/* Deletes `.fencing-epochs.*.tmp` left by an interrupted create or rewrite
+ * (listing through the file seam, so fakes see it too). */
 static int
 eh_sweep_debris(struct vt_epoch_history *h, struct vt_log_err *err)
 {
-    DIR *d = opendir(h->dir);
-    if (d == NULL) {
-        int rc = -errno;
+    struct eh_sweep w = {.h = h, .err = err, .rc = 0};
+    int rc = h->ops->listdir(h->ops->ctx, h->dir, eh_sweep_one, &w);
+    if (rc == 1)
+        return w.rc;
+    if (rc < 0)
         return vt_log_err_set(err, rc, h->dir, "%s: cannot list range directory: %s", h->dir,
                               strerror(-rc));
-    }
-    const size_t plen = strlen(EH_TMP_PREFIX), slen = strlen(EH_TMP_SUFFIX);
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (len <= plen + slen || strncmp(de->d_name, EH_TMP_PREFIX, plen) != 0 ||
-            strcmp(de->d_name + len - slen, EH_TMP_SUFFIX) != 0)
-            continue;
-        char tmp[EH_PATH_BYTES];
-        if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", h->dir, de->d_name) >= sizeof(tmp))
-            continue; /* cannot be ours: our names are short */
-        rc = h->ops->unlink(h->ops->ctx, tmp);
-        if (rc == -ENOENT)
-            rc = 0;
-        if (rc < 0)
-            vt_log_err_set(err, rc, tmp, "%s: cannot delete temp debris: %s", tmp, strerror(-rc));
-        else
-            VT_WARN("epoch history: deleted temp debris %s (interrupted rewrite)", tmp);
-    }
-    closedir(d);
-    return rc;
+    return 0;
 }
 
 /* ---- open: load and recover ------------------------------------------------ */

@@ -1,4 +1,5 @@
-/* Shared storage-engine helpers: limits, topic names, errors, UUID text. */
+/* Shared storage-engine helpers: limits, topic names, the range identity
+ * codec, errors, UUID text. */
 #include "vt_log_types.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "vt_batch.h"
+#include "vt_codec.h"
 
 void
 vt_log_limits_defaults(struct vt_log_limits *l)
@@ -63,6 +65,40 @@ vt_topic_valid(const char *topic, size_t len)
             return false;
     }
     return true;
+}
+
+void
+vt_range_ident_encode(struct vt_wr *w, const struct vt_range_ident *r)
+{
+    VT_ASSERT(w != NULL && r != NULL);
+    vt_wr_str(w, r->topic);
+    vt_wr_u64(w, r->topic_epoch);
+    vt_wr_raw(w, r->range_id, 16);
+    vt_wr_u64(w, r->range_generation);
+}
+
+int
+vt_range_ident_decode(struct vt_rd *r, struct vt_range_ident *out, const char **why)
+{
+    VT_ASSERT(r != NULL && out != NULL && why != NULL);
+    const char *t = NULL;
+    uint32_t tl = 0;
+    const uint8_t *id = NULL;
+    if (vt_rd_str(r, "range.topic", VT_TOPIC_MAX_BYTES, &t, &tl) ||
+        vt_rd_u64(r, "range.topic_epoch", &out->topic_epoch) ||
+        vt_rd_raw(r, "range.range_id", 16, &id) ||
+        vt_rd_u64(r, "range.range_generation", &out->range_generation)) {
+        *why = r->err;
+        return r->err_code;
+    }
+    if (!vt_topic_valid(t, tl)) {
+        *why = "range.topic: must be 1..249 bytes of [A-Za-z0-9._-]";
+        return -EBADMSG;
+    }
+    memcpy(out->topic, t, tl);
+    out->topic[tl] = '\0';
+    memcpy(out->range_id, id, 16);
+    return 0;
 }
 
 int

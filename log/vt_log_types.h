@@ -1,11 +1,14 @@
-/* Types shared by the storage engine (log/): range identity, limits, and the
- * error record every log operation fills in. */
+/* Types shared by the storage engine (log/): range identity (and its wire
+ * codec, shared by the client and replica planes), limits, and the error
+ * record every log operation fills in. */
 #ifndef VT_LOG_TYPES_H
 #define VT_LOG_TYPES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "vt_assert.h"
 
 #define VT_TOPIC_MAX_BYTES 249u
 
@@ -16,6 +19,22 @@ struct vt_range_ident {
     uint8_t range_id[16];
     uint64_t range_generation; /* lineage generation, root 0 */
 };
+
+struct vt_wr;
+struct vt_rd;
+
+/* Range identity on the wire (runtime/vt_codec.h conventions):
+ *   topic str (u32 length + 1..249 bytes of [A-Za-z0-9._-]) | topic_epoch u64 |
+ *   range_id 16 raw bytes | range_generation u64
+ * The encoder writes r->topic as given (check vt_wr_ok once at the end). */
+void vt_range_ident_encode(struct vt_wr *w, const struct vt_range_ident *r);
+/* Reads one range identity from an untrusted reader. Returns 0, or -EMSGSIZE
+ * (topic longer than 249 bytes) / -EBADMSG (truncated, bad UTF-8, bad topic
+ * charset) with *why naming the field ("range.topic", ...). *why is either a
+ * string literal or the reader's own message (r->err), valid while `r` lives;
+ * a caller returning it past the reader must copy it. Pure; any thread. */
+int vt_range_ident_decode(struct vt_rd *r, struct vt_range_ident *out,
+                          const char **why) VT_MUST_USE;
 
 /* Limits recorded in every segment header; the header's limits rule an
  * existing range, config applies only when a range is created. */

@@ -1,6 +1,7 @@
-/* Range log: group commit and reads for one range, driven from its reactor
- * (see vt_rlog.h). The reactor owns everything here except `set` and the
- * `flight` buffer, which the I/O thread borrows while a job runs. */
+/* Range log: open, group commit, appends (leader and replica), reads and
+ * close for one range, driven from its reactor (see vt_rlog.h). Epoch
+ * changes and truncation are in vt_rlog_ctl.c. The reactor owns everything
+ * here except what vt_rlog_int.h says the I/O thread borrows. */
 #include "vt_rlog.h"
 
 #include <errno.h>
@@ -11,33 +12,10 @@
 #include "vt_clock.h"
 #include "vt_codec.h"
 #include "vt_diag.h"
+#include "vt_held_epoch.h"
+#include "vt_rlog_int.h"
 
 #define MAX_READS_IN_FLIGHT 64u
-
-struct waiter {
-    uint64_t end; /* durable once committed >= end */
-    uint64_t base;
-    uint64_t epoch; /* leader epoch the batch was appended under (0: a plain wait) */
-    vt_rlog_durable_cb *cb;
-    void *arg;
-};
-
-/* A producer epoch opened by a batch in a group: journaled before the
- * group's commit, so the epoch is durable before any batch at it is acked. */
-struct epoch_note {
-    uint8_t id[16];
-    uint64_t epoch;
-};
-
-struct batch_buf {
-    uint8_t *p;
-    size_t len, cap;
-    uint32_t batches;
-    struct epoch_note *notes; /* [max_waiters] */
-    uint32_t n_notes;
-};
-
-enum job_kind { JOB_OPEN = 1, JOB_COMMIT, JOB_CLOSE, JOB_RECOVER };
 
 struct read_job {
     struct vt_io_req req;
@@ -51,49 +29,54 @@ struct read_job {
     void *arg;
 };
 
-/* owner: the core (see the file comment for what the I/O thread borrows) */
-struct vt_rlog {
-    struct vt_core *core;
-    struct vt_rlog_config cfg;
-    struct vt_segset *set;
-    struct vt_producer_journal *journal; /* borrowed by the I/O thread like `set` */
-    struct vt_producers *prod;
-    bool ready, poisoned, closing, job_busy;
-    bool recovering; /* after ENOSPC: cutting back to the commit point */
-    uint64_t next, committed;
-    uint64_t fence; /* appends under a lower leader epoch are stale */
-    struct batch_buf pending, flight;
-    struct waiter *w;
-    uint32_t w_head, w_count, w_cap;
-    uint32_t reads_in_flight;
-    struct vt_io_req req;
-    enum job_kind kind;
-    /* job results, written by the I/O thread, read after completion */
-    int job_rc;
-    struct vt_log_err job_err;
-    uint64_t job_committed;
-    uint32_t job_rolls;
-    struct vt_segset_recovery rec;
-    struct vt_producers *job_prod;
-    /* callbacks */
-    vt_rlog_open_cb *open_cb;
-    void *open_arg;
-    vt_rlog_closed_cb *closed_cb;
-    void *closed_arg;
-    struct vt_rlog_stats stats;
-};
-
-static void
-assert_owner(const struct vt_rlog *l)
+void
+vt_rlog__assert_owner(const struct vt_rlog *l)
 {
     VT_ASSERT(vt_core_self() == l->core);
 }
 
+uint64_t
+vt_rlog__fence_now(const struct vt_rlog *l)
+{
+    return l->raising > l->held ? l->raising : l->held;
+}
+
+uint64_t
+vt_rlog__hist_tip(const struct vt_rlog *l)
+{
+    if (l->pending.n_hnotes > 0)
+        return l->pending.hnotes[l->pending.n_hnotes - 1].epoch;
+    if (l->flight.n_hnotes > 0) /* a commit carrying them is in flight */
+        return l->flight.hnotes[l->flight.n_hnotes - 1].epoch;
+    return l->hist_n > 0 ? l->hist_copy[l->hist_n - 1].epoch : 0;
+}
+
+int
+vt_rlog__hist_refresh(struct vt_rlog *l)
+{
+    uint32_t n = 0;
+    const struct vt_epoch_entry *e = vt_epoch_history_entries(l->hist, &n);
+    if (n > l->hist_cap) {
+        uint32_t cap = l->hist_cap ? l->hist_cap : 8;
+        while (cap < n)
+            cap *= 2;
+        struct vt_epoch_entry *c = realloc(l->hist_copy, (size_t)cap * sizeof(*c));
+        if (c == NULL)
+            return -ENOMEM;
+        l->hist_copy = c;
+        l->hist_cap = cap;
+    }
+    if (n > 0)
+        memcpy(l->hist_copy, e, (size_t)n * sizeof(*e));
+    l->hist_n = n;
+    return 0;
+}
+
 static void job_done(struct vt_core *c, struct vt_io_req *r);
 
-static int
-submit_job(struct vt_rlog *l, enum job_kind kind,
-           int64_t (*fn)(const struct vt_file_ops *, void *))
+int
+vt_rlog__submit(struct vt_rlog *l, enum vt_rlog__job kind,
+                int64_t (*fn)(const struct vt_file_ops *, void *))
 {
     VT_ASSERT(!l->job_busy);
     l->kind = kind;
@@ -107,42 +90,86 @@ submit_job(struct vt_rlog *l, enum job_kind kind,
 
 /* ---- jobs (I/O thread) ------------------------------------------------- */
 
+static void
+close_files(struct vt_rlog *l)
+{
+    vt_epoch_history_close(l->hist);
+    vt_producer_journal_close(l->journal);
+    if (l->set)
+        vt_segset_close(l->set);
+    l->hist = NULL;
+    l->journal = NULL;
+    l->set = NULL;
+}
+
+/* Segment set, producer journal, epoch history (clamped to the log's end:
+ * an entry beyond it was recorded for data that never became durable), held
+ * epoch. The core does not touch `l` until this completes. */
 static int64_t
 open_job(const struct vt_file_ops *ops, void *arg)
 {
     struct vt_rlog *l = arg;
-    l->job_rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set,
-                               &l->job_prod, &l->rec, &l->job_err);
-    if (l->job_rc == 0) {
-        l->job_rc = vt_producer_journal_open(ops, l->cfg.dir, &l->journal, &l->job_err);
-        if (l->job_rc != 0) {
-            vt_segset_close(l->set);
-            l->set = NULL;
-        }
-    }
-    return l->job_rc;
+    struct vt_log_err *err = &l->job_err;
+    int rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set, &l->job_prod,
+                            &l->rec, err);
+    if (rc == 0)
+        rc = vt_producer_journal_open(ops, l->cfg.dir, &l->journal, err);
+    if (rc == 0)
+        rc = vt_epoch_history_open(ops, l->cfg.dir, &l->hist, err);
+    if (rc == 0)
+        rc = vt_epoch_history_clamp(l->hist, vt_segset_next_offset(l->set), err);
+    if (rc == 0)
+        rc = vt_held_epoch_load(ops, l->cfg.dir, &l->job_held, err);
+    if (rc == 0 && vt_rlog__hist_refresh(l) != 0)
+        rc = vt_log_err_set(err, -ENOMEM, l->cfg.dir, "out of memory for the epoch history");
+    if (rc != 0)
+        close_files(l);
+    l->job_rc = rc;
+    return rc;
 }
 
-/* Appends the flight buffer, rolling where the tail is full, then commits. */
+/* Records the group's new leader epochs, journals its producer epochs, then
+ * appends the flight buffer (rolling where the tail is full) and commits. */
+static int
+commit_notes(struct vt_rlog *l)
+{
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < l->flight.n_hnotes; i++) {
+        const struct vt_epoch_entry *e = &l->flight.hnotes[i];
+        rc = vt_epoch_history_record(l->hist, e->epoch, e->start_offset, &l->job_err);
+        if (rc == -ENOSPC && !vt_epoch_history_broken(l->hist)) {
+            rc = -EOVERFLOW; /* 4096 entries: not a disk refusal, so it poisons */
+            l->job_err.code = rc;
+        }
+    }
+    for (uint32_t i = 0; rc == 0 && i < l->flight.n_notes; i++)
+        rc = vt_producer_journal_accept(l->journal, l->flight.notes[i].id,
+                                        l->flight.notes[i].epoch, &l->job_err);
+    return rc;
+}
+
 static int64_t
 commit_job(const struct vt_file_ops *ops, void *arg)
 {
     (void)ops;
     struct vt_rlog *l = arg;
     struct vt_segset *s = l->set;
+    const struct vt_log_limits *lim = vt_segset_limits(s);
     const uint8_t *p = l->flight.p;
     size_t pos = 0, len = l->flight.len;
-    int rc = 0;
     l->job_rolls = 0;
-    for (uint32_t i = 0; rc == 0 && i < l->flight.n_notes; i++)
-        rc = vt_producer_journal_accept(l->journal, l->flight.notes[i].id,
-                                        l->flight.notes[i].epoch, &l->job_err);
+    int rc = commit_notes(l);
     while (rc == 0 && pos < len) {
         size_t run = 0;
         uint64_t recs = 0;
         while (pos + run < len) {
             uint32_t blen = vt_be32_get(p + pos + run + 4);
             uint32_t n = vt_be32_get(p + pos + run + 16);
+            /* vt_segset_fits lets any one batch into an empty tail; a run of
+             * several must also respect the segment bounds on its own */
+            if (run > 0 && (run + blen > lim->max_segment_bytes ||
+                            recs + n > lim->max_segment_records))
+                break;
             if (!vt_segset_fits(s, run + blen, (uint32_t)(recs + n)))
                 break;
             run += blen;
@@ -166,28 +193,29 @@ commit_job(const struct vt_file_ops *ops, void *arg)
 }
 
 /* After a clean ENOSPC refusal: drop whatever was written past the commit
- * point and hand the core a fresh copy of the producer frontier. */
+ * point, drop history entries recorded for it, and hand the core a fresh
+ * copy of the producer frontier. */
 static int64_t
 recover_job(const struct vt_file_ops *ops, void *arg)
 {
     (void)ops;
     struct vt_rlog *l = arg;
-    l->job_rc = vt_segset_truncate(l->set, vt_segset_committed(l->set), &l->job_err);
-    if (l->job_rc == 0)
-        l->job_rc = vt_segset_load_producers(l->set, &l->job_prod, &l->job_err);
+    uint64_t c = vt_segset_committed(l->set);
+    int rc = vt_segset_truncate(l->set, c, &l->job_err);
+    if (rc == 0)
+        rc = vt_epoch_history_clamp(l->hist, c, &l->job_err);
+    if (rc == 0)
+        rc = vt_segset_load_producers(l->set, &l->job_prod, &l->job_err);
     l->job_committed = vt_segset_committed(l->set);
-    return l->job_rc;
+    l->job_rc = rc;
+    return rc;
 }
 
 static int64_t
 close_job(const struct vt_file_ops *ops, void *arg)
 {
     (void)ops;
-    struct vt_rlog *l = arg;
-    vt_segset_close(l->set);
-    vt_producer_journal_close(l->journal);
-    l->set = NULL;
-    l->journal = NULL;
+    close_files(arg);
     return 0;
 }
 
@@ -204,22 +232,29 @@ read_job_fn(const struct vt_file_ops *ops, void *arg)
 
 /* ---- completions (reactor) ---------------------------------------------- */
 
-static void
-fire_waiters(struct vt_rlog *l, int rc)
+void
+vt_rlog__fire_waiters(struct vt_rlog *l, int rc)
 {
     while (l->w_count > 0) {
-        struct waiter *w = &l->w[l->w_head];
-        if (rc == 0 && w->end > l->committed)
+        struct vt_rlog__waiter *w = &l->w[l->w_head];
+        if (rc == 0 && (w->end > l->committed || w->end > l->hold_above))
             break;
-        struct waiter done = *w;
+        struct vt_rlog__waiter done = *w;
         l->w_head = (l->w_head + 1) % l->w_cap;
         l->w_count--;
-        int wrc = rc == 0 && done.epoch != 0 && done.epoch < l->fence ? -ESTALE : rc;
+        int wrc = rc == 0 && done.epoch != 0 && done.epoch < vt_rlog__fence_now(l) ? -ESTALE : rc;
         done.cb(l, wrc, done.base, done.arg);
     }
 }
 
-static void start_commit(struct vt_rlog *l);
+static void
+buf_clear(struct vt_rlog__batch_buf *b)
+{
+    b->len = 0;
+    b->batches = 0;
+    b->n_notes = 0;
+    b->n_hnotes = 0;
+}
 
 static void
 free_rlog(struct vt_rlog *l)
@@ -230,6 +265,7 @@ free_rlog(struct vt_rlog *l)
     free(l->flight.p);
     free(l->pending.notes);
     free(l->flight.notes);
+    free(l->hist_copy);
     free(l->w);
     free(l);
 }
@@ -237,7 +273,7 @@ free_rlog(struct vt_rlog *l)
 static void
 finish_close(struct vt_rlog *l)
 {
-    fire_waiters(l, -ECANCELED);
+    vt_rlog__fire_waiters(l, -ECANCELED);
     vt_rlog_closed_cb *cb = l->closed_cb;
     void *arg = l->closed_arg;
     free_rlog(l);
@@ -260,8 +296,20 @@ on_open_done(struct vt_rlog *l)
     l->job_prod = NULL;
     l->next = vt_segset_next_offset(l->set);
     l->committed = vt_segset_committed(l->set);
+    l->start = vt_segset_start_offset(l->set);
+    l->held = l->job_held;
     l->ready = true;
     l->open_cb(l, 0, NULL, &l->rec, l->open_arg);
+}
+
+void
+vt_rlog__poison(struct vt_rlog *l, int rc, const char *during)
+{
+    if (!l->poisoned)
+        VT_ERROR("range log %s poisoned %s: %s (%s)", l->cfg.dir, during, l->job_err.msg,
+                 l->job_err.path);
+    l->poisoned = true;
+    vt_rlog__fire_waiters(l, rc);
 }
 
 static void
@@ -274,40 +322,56 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     l->stats.last_commit_bytes = l->flight.len;
     l->stats.commit_ns_total += r->done_ns - r->submit_ns;
     l->stats.rolls += l->job_rolls;
-    if (l->cfg.on_commit && l->job_rc == 0)
-        l->cfg.on_commit(l->cfg.on_commit_arg, l->flight.batches, l->flight.len,
-                         r->done_ns - r->submit_ns);
-    l->flight.len = 0;
-    l->flight.batches = 0;
-    l->flight.n_notes = 0;
-    if (l->job_rc == -ENOSPC && !vt_segset_poisoned(l->set)) {
+    uint32_t batches = l->flight.batches;
+    uint64_t bytes = l->flight.len;
+    bool had_hnotes = l->flight.n_hnotes > 0;
+    buf_clear(&l->flight);
+    if (had_hnotes && vt_rlog__hist_refresh(l) != 0 && l->job_rc == 0)
+        l->job_rc = vt_log_err_set(&l->job_err, -ENOMEM, l->cfg.dir,
+                                   "out of memory copying the epoch history");
+    if (l->job_rc == -ENOSPC && !vt_segset_poisoned(l->set) &&
+        !vt_epoch_history_broken(l->hist)) {
         /* A clean refusal: nothing was committed. Every batch not yet durable
          * was given an offset after the failed ones, so all of them fail
          * (retryably); the log returns to its commit point. */
         VT_WARN_RL(10000, "range log %s: out of space, refusing writes until it clears",
                    l->cfg.dir);
-        l->pending.len = 0;
-        l->pending.batches = 0;
-        l->pending.n_notes = 0;
-        fire_waiters(l, -ENOSPC);
+        buf_clear(&l->pending);
+        /* before any callback runs, so one that appends or queues a control
+         * operation finds the log recovering (-EAGAIN) */
         l->recovering = true;
-        if (submit_job(l, JOB_RECOVER, recover_job) != 0)
+        if (vt_rlog__submit(l, VT_RLOG__JOB_RECOVER, recover_job) != 0)
             l->poisoned = true; /* cannot happen: this job's slot was just freed */
+        vt_rlog__fire_waiters(l, -ENOSPC);
         return;
     }
     if (l->job_rc != 0) {
-        if (!l->poisoned)
-            VT_ERROR("range log %s poisoned: %s (%s)", l->cfg.dir, l->job_err.msg,
-                     l->job_err.path);
-        l->poisoned = true;
-        fire_waiters(l, l->job_rc);
+        vt_rlog__poison(l, l->job_rc, "by a commit");
         return;
     }
     VT_ASSERT(l->job_committed >= l->committed);
     l->committed = l->job_committed;
-    fire_waiters(l, 0);
-    if (l->pending.len > 0)
-        start_commit(l);
+    /* after `committed` moved, so the hook sees the new durable offset */
+    if (l->cfg.on_commit)
+        l->cfg.on_commit(l->cfg.on_commit_arg, batches, bytes, r->done_ns - r->submit_ns);
+    vt_rlog__fire_waiters(l, 0);
+}
+
+static void
+on_recover_done(struct vt_rlog *l)
+{
+    l->recovering = false;
+    if (l->job_rc == 0 && vt_rlog__hist_refresh(l) != 0)
+        l->job_rc = vt_log_err_set(&l->job_err, -ENOMEM, l->cfg.dir,
+                                   "out of memory copying the epoch history");
+    if (l->job_rc != 0) {
+        vt_rlog__poison(l, l->job_rc, "while recovering from ENOSPC");
+        return;
+    }
+    vt_producers_free(l->prod);
+    l->prod = l->job_prod;
+    l->job_prod = NULL;
+    l->committed = l->next = l->job_committed;
 }
 
 static void
@@ -317,33 +381,23 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     struct vt_rlog *l = r->ctx;
     l->job_busy = false;
     switch (l->kind) {
-    case JOB_OPEN:
+    case VT_RLOG__JOB_OPEN:
         on_open_done(l);
         return;
-    case JOB_COMMIT:
-        on_commit_done(l, r);
-        break;
-    case JOB_CLOSE:
+    case VT_RLOG__JOB_CLOSE:
         finish_close(l);
         return;
-    case JOB_RECOVER:
-        l->recovering = false;
-        if (l->job_rc != 0) {
-            l->poisoned = true;
-            VT_ERROR("range log %s poisoned while recovering from ENOSPC: %s", l->cfg.dir,
-                     l->job_err.msg);
-        } else {
-            vt_producers_free(l->prod);
-            l->prod = l->job_prod;
-            l->job_prod = NULL;
-            l->committed = l->next = l->job_committed;
-        }
+    case VT_RLOG__JOB_COMMIT:
+        on_commit_done(l, r);
+        break;
+    case VT_RLOG__JOB_RECOVER:
+        on_recover_done(l);
+        break;
+    case VT_RLOG__JOB_CTL:
+        vt_rlog__ctl_done(l);
         break;
     }
-    if (l->closing && !l->job_busy && l->reads_in_flight == 0) {
-        int rc = submit_job(l, JOB_CLOSE, close_job);
-        VT_ASSERT(rc == 0); /* the slot this job used was just freed */
-    }
+    vt_rlog__kick(l);
 }
 
 static void
@@ -351,10 +405,10 @@ start_commit(struct vt_rlog *l)
 {
     if (l->job_busy || l->pending.len == 0 || l->poisoned)
         return;
-    struct batch_buf t = l->flight; /* swap: the pending group goes to the I/O thread */
+    struct vt_rlog__batch_buf t = l->flight; /* swap: the pending group goes to the I/O thread */
     l->flight = l->pending;
     l->pending = t;
-    if (submit_job(l, JOB_COMMIT, commit_job) != 0) {
+    if (vt_rlog__submit(l, VT_RLOG__JOB_COMMIT, commit_job) != 0) {
         /* I/O queue full (reads hold it): undo; the next completion retries */
         t = l->flight;
         l->flight = l->pending;
@@ -362,8 +416,35 @@ start_commit(struct vt_rlog *l)
     }
 }
 
+void
+vt_rlog__kick(struct vt_rlog *l)
+{
+    if (l->job_busy)
+        return;
+    if (l->poisoned && l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted)
+        vt_rlog__ctl_abort(l, -EIO);
+    if (l->job_busy) /* the abort's callback started something */
+        return;
+    if (!l->poisoned && l->pending.len > 0) {
+        start_commit(l); /* a queued control operation waits for the group */
+        return;
+    }
+    if (!l->poisoned && l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted) {
+        int rc = vt_rlog__ctl_submit(l);
+        if (rc != 0)
+            vt_rlog__ctl_abort(l, rc);
+        return;
+    }
+    if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE) {
+        int rc = vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job);
+        VT_ASSERT(rc == 0); /* nothing of ours is queued, so the slot is free */
+    }
+}
+
+/* ---- appends ------------------------------------------------------------- */
+
 static int
-buf_reserve(struct batch_buf *b, size_t extra, size_t limit)
+buf_reserve(struct vt_rlog__batch_buf *b, size_t extra, size_t limit)
 {
     if (b->len + extra <= b->cap)
         return 0;
@@ -389,37 +470,46 @@ add_waiter(struct vt_rlog *l, uint64_t end, uint64_t base, uint64_t epoch,
     if (l->w_count == l->w_cap)
         return -EAGAIN;
     l->w[(l->w_head + l->w_count) % l->w_cap] =
-        (struct waiter){.end = end, .base = base, .epoch = epoch, .cb = cb, .arg = arg};
+        (struct vt_rlog__waiter){.end = end, .base = base, .epoch = epoch, .cb = cb, .arg = arg};
     l->w_count++;
     return 0;
 }
 
-int
-vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_epoch,
-               vt_rlog_durable_cb *cb, void *arg, uint64_t *base)
+/* The checks both append paths share before anything else. */
+static int
+admission_gate(const struct vt_rlog *l, uint64_t epoch)
 {
-    assert_owner(l);
-    VT_ASSERT(l->ready && cb != NULL);
     if (l->poisoned)
         return -EIO;
     if (l->closing)
         return -ECANCELED;
-    if (leader_epoch < l->fence)
+    if (epoch < vt_rlog__fence_now(l))
         return -ESTALE;
-    if (l->recovering)
+    if (l->recovering || l->ctl.kind != VT_RLOG__CTL_NONE)
         return -EAGAIN;
-    struct vt_batch_hdr h;
-    const char *why;
-    const struct vt_log_limits *lim = vt_segset_limits(l->set); /* immutable while open */
-    if (vt_batch_validate(batch, len, lim->max_batch_bytes, lim->max_record_bytes, &h, &why) !=
-            0 ||
-        h.batch_len != len)
-        return -EINVAL;
+    if (epoch != l->held) /* above: an epoch never begun or adopted */
+        return -ESTALE;
+    return 0;
+}
+
+/* Queues one validated batch at l->next. `assign` (the leader path: the
+ * caller's buffer, == batch) gets the offset and `batch_epoch` written in;
+ * the replica path (NULL) stores the batch as it is. */
+static int
+admit(struct vt_rlog *l, uint8_t *assign, const uint8_t *batch, size_t len,
+      const struct vt_batch_hdr *h, uint64_t batch_epoch, uint64_t wait_epoch,
+      vt_rlog_durable_cb *cb, void *arg, uint64_t *base)
+{
     uint32_t crc = vt_batch_content_crc(batch);
     uint64_t dup = 0;
     bool new_epoch = false;
-    int rc = vt_producers_check(l->prod, h.producer_id, h.producer_epoch, h.base_sequence,
-                                h.record_count, crc, &dup, &new_epoch);
+    bool hnote = batch_epoch > vt_rlog__hist_tip(l);
+    if (hnote && l->pending.n_hnotes == VT_RLOG__HNOTES_MAX)
+        return -EAGAIN;
+    int rc = vt_producers_check(l->prod, h->producer_id, h->producer_epoch, h->base_sequence,
+                                h->record_count, crc, &dup, &new_epoch);
+    if (rc == VT_PRODUCERS_DUPLICATE && assign == NULL)
+        return -EEXIST;
     if (rc == VT_PRODUCERS_DUPLICATE) {
         *base = dup;
         return VT_RLOG_DUPLICATE;
@@ -431,38 +521,94 @@ vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_ep
     rc = buf_reserve(&l->pending, len, l->cfg.max_pending_bytes);
     if (rc != 0)
         return rc;
-    vt_batch_set_offset(batch, l->next, leader_epoch);
+    if (assign != NULL)
+        vt_batch_set_offset(assign, l->next, batch_epoch);
     memcpy(l->pending.p + l->pending.len, batch, len);
     l->pending.len += len;
     l->pending.batches++;
     static const uint8_t zero_id[16];
-    if (new_epoch && memcmp(h.producer_id, zero_id, 16) != 0 && h.producer_epoch > 0) {
-        struct epoch_note *n = &l->pending.notes[l->pending.n_notes++];
-        memcpy(n->id, h.producer_id, 16);
-        n->epoch = h.producer_epoch;
+    if (new_epoch && memcmp(h->producer_id, zero_id, 16) != 0 && h->producer_epoch > 0) {
+        struct vt_rlog__epoch_note *n = &l->pending.notes[l->pending.n_notes++];
+        memcpy(n->id, h->producer_id, 16);
+        n->epoch = h->producer_epoch;
     }
-    vt_producers_record(l->prod, h.producer_id, h.producer_epoch, h.base_sequence,
-                        h.record_count, crc, l->next);
+    if (hnote)
+        l->pending.hnotes[l->pending.n_hnotes++] =
+            (struct vt_epoch_entry){.epoch = batch_epoch, .start_offset = l->next};
+    vt_producers_record(l->prod, h->producer_id, h->producer_epoch, h->base_sequence,
+                        h->record_count, crc, l->next);
     *base = l->next;
-    l->next += h.record_count;
-    rc = add_waiter(l, l->next, *base, leader_epoch, cb, arg);
+    l->next += h->record_count;
+    rc = add_waiter(l, l->next, *base, wait_epoch, cb, arg);
     VT_ASSERT(rc == 0);
     start_commit(l); /* no-op while a commit is in flight: this batch joins the next */
     return VT_RLOG_APPENDED;
 }
 
+static int
+validate(const struct vt_rlog *l, const uint8_t *batch, size_t len, struct vt_batch_hdr *h)
+{
+    const char *why;
+    const struct vt_log_limits *lim = vt_segset_limits(l->set); /* immutable while open */
+    if (vt_batch_validate(batch, len, lim->max_batch_bytes, lim->max_record_bytes, h, &why) != 0 ||
+        h->batch_len != len)
+        return -EINVAL;
+    return 0;
+}
+
+int
+vt_rlog_append(struct vt_rlog *l, uint8_t *batch, size_t len, uint64_t leader_epoch,
+               vt_rlog_durable_cb *cb, void *arg, uint64_t *base)
+{
+    vt_rlog__assert_owner(l);
+    VT_ASSERT(l->ready && cb != NULL);
+    int rc = admission_gate(l, leader_epoch);
+    if (rc != 0)
+        return rc;
+    struct vt_batch_hdr h;
+    rc = validate(l, batch, len, &h);
+    if (rc != 0)
+        return rc;
+    return admit(l, batch, batch, len, &h, leader_epoch, leader_epoch, cb, arg, base);
+}
+
+int
+vt_rlog_append_replica(struct vt_rlog *l, const uint8_t *batch, size_t len,
+                       uint64_t request_epoch, uint64_t expected_base, vt_rlog_durable_cb *cb,
+                       void *arg)
+{
+    vt_rlog__assert_owner(l);
+    VT_ASSERT(l->ready && cb != NULL);
+    int rc = admission_gate(l, request_epoch);
+    if (rc != 0)
+        return rc;
+    if (expected_base != l->next)
+        return -ERANGE;
+    struct vt_batch_hdr h;
+    rc = validate(l, batch, len, &h);
+    if (rc != 0)
+        return rc;
+    if (h.base_offset != expected_base || h.leader_epoch > request_epoch ||
+        h.leader_epoch < vt_rlog__hist_tip(l))
+        return -EINVAL;
+    uint64_t base = 0;
+    return admit(l, NULL, batch, len, &h, h.leader_epoch, request_epoch, cb, arg, &base);
+}
+
 int
 vt_rlog_when_durable(struct vt_rlog *l, uint64_t offset, vt_rlog_durable_cb *cb, void *arg)
 {
-    assert_owner(l);
+    vt_rlog__assert_owner(l);
     if (l->poisoned)
         return -EIO;
-    if (offset <= l->committed) {
+    if (offset <= l->committed && offset <= l->hold_above) { /* not above a queued cut */
         cb(l, 0, offset, arg);
         return 0;
     }
     return add_waiter(l, offset, offset, 0, cb, arg);
 }
+
+/* ---- reads --------------------------------------------------------------- */
 
 static void
 read_done(struct vt_core *c, struct vt_io_req *r)
@@ -475,19 +621,14 @@ read_done(struct vt_core *c, struct vt_io_req *r)
     if (j->own_buf)
         free(j->buf);
     free(j);
-    if (l->closing && !l->job_busy && l->reads_in_flight == 0 && l->pending.len == 0) {
-        int rc = submit_job(l, JOB_CLOSE, close_job);
-        VT_ASSERT(rc == 0);
-    } else if (!l->job_busy && l->pending.len > 0) {
-        start_commit(l);
-    }
+    vt_rlog__kick(l);
 }
 
 int
 vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap,
              uint8_t *user_buf, vt_rlog_read_cb *cb, void *arg)
 {
-    assert_owner(l);
+    vt_rlog__assert_owner(l);
     VT_ASSERT(l->ready);
     if (l->closing)
         return -ECANCELED;
@@ -517,18 +658,33 @@ vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap
     return 0;
 }
 
-void
-vt_rlog_set_fence(struct vt_rlog *l, uint64_t epoch)
+/* ---- accessors ----------------------------------------------------------- */
+
+uint64_t
+vt_rlog_held_epoch(const struct vt_rlog *l)
 {
-    assert_owner(l);
-    if (epoch > l->fence)
-        l->fence = epoch;
+    return l->held;
 }
 
 uint64_t
 vt_rlog_fence(const struct vt_rlog *l)
 {
-    return l->fence;
+    return l->held;
+}
+
+uint32_t
+vt_rlog_history(const struct vt_rlog *l, struct vt_epoch_entry *out, uint32_t cap)
+{
+    uint32_t n = l->hist_n < cap ? l->hist_n : cap;
+    if (n > 0)
+        memcpy(out, l->hist_copy, (size_t)n * sizeof(*out));
+    return l->hist_n;
+}
+
+uint64_t
+vt_rlog_start_offset(const struct vt_rlog *l)
+{
+    return l->start;
 }
 
 uint64_t
@@ -561,6 +717,8 @@ vt_rlog_stats(const struct vt_rlog *l, struct vt_rlog_stats *out)
     *out = l->stats;
 }
 
+/* ---- open / close -------------------------------------------------------- */
+
 int
 vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_open_cb *cb,
              void *arg, struct vt_rlog **out)
@@ -571,6 +729,7 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
         return -ENOMEM;
     l->core = core;
     l->cfg = *cfg;
+    l->hold_above = UINT64_MAX;
     if (l->cfg.max_pending_bytes == 0)
         l->cfg.max_pending_bytes = 64ull << 20;
     if (l->cfg.max_waiters == 0)
@@ -578,12 +737,13 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
     l->w_cap = l->cfg.max_waiters;
     l->w = calloc(l->w_cap, sizeof(*l->w));
     /* at most one note per waiting batch, so max_waiters bounds both lists */
-    l->pending.notes = calloc(l->w_cap, sizeof(struct epoch_note));
-    l->flight.notes = calloc(l->w_cap, sizeof(struct epoch_note));
+    l->pending.notes = calloc(l->w_cap, sizeof(struct vt_rlog__epoch_note));
+    l->flight.notes = calloc(l->w_cap, sizeof(struct vt_rlog__epoch_note));
     l->open_cb = cb;
     l->open_arg = arg;
-    int rc = l->w && l->pending.notes && l->flight.notes ? submit_job(l, JOB_OPEN, open_job)
-                                                         : -ENOMEM;
+    int rc = l->w && l->pending.notes && l->flight.notes
+                 ? vt_rlog__submit(l, VT_RLOG__JOB_OPEN, open_job)
+                 : -ENOMEM;
     if (rc != 0) {
         free_rlog(l);
         return rc;
@@ -595,20 +755,16 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
 void
 vt_rlog_close(struct vt_rlog *l, vt_rlog_closed_cb *cb, void *arg)
 {
-    assert_owner(l);
+    vt_rlog__assert_owner(l);
     VT_ASSERT(l->ready && !l->closing);
     l->closing = true;
     l->closed_cb = cb;
     l->closed_arg = arg;
+    if (l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted)
+        vt_rlog__ctl_abort(l, -ECANCELED);
     if (l->poisoned) { /* nothing more will be written */
-        l->pending.len = 0;
-        l->pending.n_notes = 0;
-        fire_waiters(l, -EIO);
+        buf_clear(&l->pending);
+        vt_rlog__fire_waiters(l, -EIO);
     }
-    if (!l->job_busy && l->pending.len > 0)
-        start_commit(l);
-    if (!l->job_busy && l->reads_in_flight == 0) {
-        int rc = submit_job(l, JOB_CLOSE, close_job);
-        VT_ASSERT(rc == 0);
-    }
+    vt_rlog__kick(l);
 }

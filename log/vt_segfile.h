@@ -10,6 +10,7 @@
  *   range-{base:020}.producers    producer frontier inherited by the segment
  *   range.truncate-intent / range.retention-intent   durable intents
  *   fencing-epochs                 epoch history (vt_epoch_history.h)
+ *   fencing-held                   held fencing epoch (vt_held_epoch.h)
  *   producer-epochs                producer epoch journal (vt_producers.h)
  *   .{name}.{random}.tmp           temp file of an atomic write in progress
  *

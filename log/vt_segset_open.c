@@ -112,7 +112,8 @@ classify(void *arg, const char *name)
         c->temps[c->ntemps] = strdup(name);
         return c->temps[c->ntemps++] ? 0 : -ENOMEM;
     }
-    if (!strcmp(name, "fencing-epochs") || !strcmp(name, "producer-epochs"))
+    if (!strcmp(name, "fencing-epochs") || !strcmp(name, "fencing-held") ||
+        !strcmp(name, "producer-epochs"))
         return 0;
     if (!strcmp(name, "range.truncate-intent")) {
         c->truncate_intent = true;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, generates dev certificates,
-# starts one vtop-node on 127.0.0.1 (2 cores, 2 ranges) in a temp directory,
-# drives it with `vtop-bench produce` for ~10 s (1 KiB records, fdatasync
-# before every acknowledgement), verifies every acknowledged record with
-# `vtopctl verify`, shows the node's metrics, and stops it by PID.
+# starts a 3-node vtop cluster on 127.0.0.1 (2 replicated ranges, node 1
+# leads both) in a temp directory, drives it with `vtop-bench produce` for
+# ~10 s (1 KiB records, quorum durability: acknowledged only once fdatasync'd
+# on a majority), verifies every acknowledged record on every replica with
+# `vtopctl verify`, shows replica status and metrics, and stops the nodes by
+# PID.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh"
@@ -12,99 +14,62 @@ bin=$dir/bin
 seconds=${VTOP_DEMO_SECONDS:-10}
 
 work=$(mktemp -d /tmp/vtop-demo.XXXXXX)
-node_pid=
+range_a=22222222-2222-4222-8222-222222222222
+range_b=44444444-4444-4444-8444-444444444444
+CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_RANGES="$range_a $range_b"
+# shellcheck source-path=SCRIPTDIR source=cluster-lib.sh
+. "$top/scripts/cluster-lib.sh"
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
-    if [ -n "$node_pid" ] && kill -0 "$node_pid" 2>/dev/null; then
-        kill -TERM "$node_pid" 2>/dev/null || true
-        wait "$node_pid" 2>/dev/null || true
-    fi
+    cl_stop_all
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-echo "== certificates (dev CA, node and client certs) in $work/certs"
-"$top/scripts/gen-certs.sh" "$work/certs" >/dev/null
-certs=$work/certs
-node=00000000-0000-4000-8000-000000000001
-client=11111111-1111-4111-8111-111111111111
-cluster=6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
-range_a=22222222-2222-4222-8222-222222222222
-range_b=44444444-4444-4444-8444-444444444444
-
-cat >"$work/node.yaml" <<YAML
-node_id: 1
-node_uuid: $node
-cluster_id: $cluster
-data_dir: $work/data
-runtime: {cores: 2}
-observability: {listen: 127.0.0.1:0}
-status_interval: 5s
-tls: {ca: $certs/ca.pem, cert: $certs/$node.pem, key: $certs/$node.key}
-native: {listen: 127.0.0.1:0}
-authorization: {producers: [$client], consumers: [$client], admins: [$client]}
-ranges:
-  - {topic: demo, topic_epoch: 1, range_id: $range_a, fencing_epoch: 1}
-  - {topic: demo, topic_epoch: 1, range_id: $range_b, fencing_epoch: 1}
-YAML
-
-echo "== starting vtop-node (its log is $work/node.log)"
-"$bin/vtop-node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.log" &
-node_pid=$!
-for _ in $(seq 1 100); do
-    grep -q '^node_ready' "$work/node.out" 2>/dev/null && break
-    kill -0 "$node_pid" 2>/dev/null || { cat "$work/node.log" >&2; exit 1; }
-    sleep 0.1
+echo "== certificates and configs for a 3-node cluster on 127.0.0.1 in $work"
+cl_setup
+echo "== starting 3 vtop-node processes (1 core each; node 1 leads both ranges)"
+cl_start_all
+for n in 1 2 3; do grep '^node_ready' "$work/n$n.out"; done
+for n in 1 2 3; do
+    cl_client_cfg "$n" "$range_a" "$work/client-a-n$n.yaml"
+    cl_client_cfg "$n" "$range_b" "$work/client-b-n$n.yaml"
 done
-ready=$(grep '^node_ready' "$work/node.out") || { echo "vtop-node did not become ready" >&2; exit 1; }
-echo "$ready"
-native=$(sed -n 's/.* native=\([^ ]*\).*/\1/p' <<<"$ready")
-obs=$(sed -n 's/.* observability=\([^ ]*\).*/\1/p' <<<"$ready")
 
-client_cfg() { # client_cfg RANGE_ID FILE
-    cat >"$2" <<YAML
-cluster_id: $cluster
-addr: $native
-server_name: $node
-tls: {ca: $certs/ca.pem, cert: $certs/$client.pem, key: $certs/$client.key}
-principal: $client
-producer_epoch: 1
-fencing_epoch: 1
-range: {topic: demo, topic_epoch: 1, range_id: $1, range_generation: 0}
-YAML
-}
-client_cfg "$range_a" "$work/client-a.yaml"
-client_cfg "$range_b" "$work/client-b.yaml"
-
-echo "== vtop-bench produce: ${seconds}s, 2 connections x 2 ranges, 1 KiB records, local durability"
-"$bin/vtop-bench" produce --config "$work/client-a.yaml" --connections 2 \
+echo "== vtop-bench produce: ${seconds}s, 2 connections x 2 ranges, 1 KiB records, quorum durability"
+echo "   (acknowledged once fdatasync'd on a majority: the leader and at least one follower)"
+"$bin/vtop-bench" produce --config "$work/client-a-n1.yaml" --connections 2 \
     --range-ids "$range_a,$range_b" --record-bytes 1024 --batch-records 64 --inflight 32 \
-    --seconds "$seconds" --producer-epoch 1 --json >"$work/bench.json"
+    --durability quorum --seconds "$seconds" --producer-epoch 1 --json >"$work/bench.json"
 json_field() { sed -n "s/.*\"$1\": *\([0-9.e+]*\).*/\1/p" "$2" | head -n 1; }
 echo "records/s: $(json_field records_per_s "$work/bench.json")  MB/s: $(json_field mb_per_s "$work/bench.json")  produce latency p50/p99 (us): $(json_field p50 "$work/bench.json") / $(json_field p99 "$work/bench.json")"
 
-echo "== vtopctl node status"
-"$bin/vtopctl" node status --config "$work/client-a.yaml"
+echo "== vtopctl node status (the leader: every follower's offsets, lag and reachability)"
+"$bin/vtopctl" node status --config "$work/client-a-n1.yaml"
 
-echo "== vtopctl verify: every acknowledged record is there, byte for byte"
-# per range: the offset after the last acknowledged batch
+echo "== vtopctl verify on every replica: every acknowledged record, byte for byte"
 mapfile -t acked < <(sed -n 's/.*"next_offset": *\([0-9]*\).*/\1/p' "$work/bench.json")
 i=0
 for r in a b; do
     n=${acked[$i]:-0}
-    echo "range $r: offsets 0..$n acknowledged"
-    "$bin/vtopctl" verify --config "$work/client-$r.yaml" --value-bytes 1024 \
-        --expect-at-least "$n" --verify-content-through "$n"
+    for node in 1 2 3; do
+        cl_wait_hwm "$node" "$work/client-$r-n$node.yaml" "$n"
+        echo "range $r on node $node: offsets 0..$n acknowledged"
+        "$bin/vtopctl" verify --config "$work/client-$r-n$node.yaml" --value-bytes 1024 \
+            --expect-at-least "$n" --verify-content-through "$n"
+    done
     i=$((i + 1))
 done
 
-echo "== metrics"
-curl -sS "http://$obs/metrics" | grep -E '^vtop_broker_(produced_records_total|group_commits_total|committed_offset)|^vtop_broker_produce_latency_seconds_count'
+echo "== metrics (leader)"
+curl -sS "http://$(cl_obs 1)/metrics" | grep -E '^vtop_(broker_produced_records_total|broker_group_commits_total|repl_hwm|repl_follower_(durable_offset|lag_records))'
 
-echo "== stopping vtop-node (pid $node_pid)"
-kill -TERM "$node_pid"
+echo "== stopping the nodes by PID (SIGTERM)"
 rc=0
-wait "$node_pid" || rc=$?
-node_pid=
-echo "vtop-node exited with status $rc"
+for n in 1 2 3; do
+    st=0
+    cl_stop "$n" || st=$?
+    echo "node $n exited with status $st"
+    [ "$st" -eq 0 ] || rc=$st
+done
 exit "$rc"

@@ -37,30 +37,46 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" 2>"$o
 fi
 
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -msse4.2 -mpclmul -Wall -Wextra
-        -I"$SRC/runtime" -I"$SRC/log" -I"$BSSL_INC")
+        -Wno-unknown-warning-option -I"$SRC/runtime" -I"$SRC/log" -I"$SRC/replication"
+        -I"$BSSL_INC")
 LIBS=(-L"$BSSL_LIB" -Wl,-rpath,"$BSSL_LIB" -lcrypto -lpthread)
 COMMON=("$SRC/runtime/vt_crc32c.c" "$SRC/runtime/vt_codec.c" "$SRC/log/vt_batch.c"
         "$SRC/log/vt_log_types.c" "$SRC/log/vt_manifest.c" "$SRC/tests/fuzz/fuzz_stubs.c")
 SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+# repl_proto also needs the replica-plane codecs and the epoch list codec.
+REPL=("$SRC/replication/vt_repl_proto.c" "$SRC/log/vt_epoch_history.c" "$SRC/log/vt_fsutil.c"
+      "$SRC/runtime/vt_file.c" "$SRC/runtime/vt_diag.c")
 
 if ! "$CLANG" "${CFLAGS[@]}" "${COMMON[@]}" "$SRC/tests/fuzz/fuzz_seeds.c" "${LIBS[@]}" \
         -o "$out/fuzz_seeds"; then
     echo "FAIL: building the seed writer"
     exit 1
 fi
+# The repl_proto seed writer is its fuzz target built without libFuzzer.
+if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_REPL_SEEDS "${COMMON[@]}" "${REPL[@]}" \
+        "$SRC/tests/fuzz/fuzz_repl_proto.c" "${LIBS[@]}" -o "$out/fuzz_repl_proto_seeds"; then
+    echo "FAIL: building the repl_proto seed writer"
+    exit 1
+fi
 
 status=0
-for target in batch manifest; do
+for target in batch manifest repl_proto; do
     bin=$out/fuzz_$target
-    if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "$SRC/tests/fuzz/fuzz_$target.c" \
-            "${LIBS[@]}" -o "$bin"; then
+    extra=()
+    seeder=("$out/fuzz_seeds" "$target")
+    if [ "$target" = repl_proto ]; then
+        extra=("${REPL[@]}")
+        seeder=("$out/fuzz_repl_proto_seeds")
+    fi
+    if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "${extra[@]}" \
+            "$SRC/tests/fuzz/fuzz_$target.c" "${LIBS[@]}" -o "$bin"; then
         echo "FAIL: building fuzz_$target"
         exit 1
     fi
     corpus=$out/corpus-$target
     seeds=$out/seeds-$target
     mkdir -p "$corpus" "$seeds"
-    "$out/fuzz_seeds" "$target" "$seeds" || { echo "FAIL: seeding $target"; exit 1; }
+    "${seeder[@]}" "$seeds" || { echo "FAIL: seeding $target"; exit 1; }
     echo "== fuzz_$target for ${SECS}s (corpus $corpus)"
     if ! "$bin" -max_total_time="$SECS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
             -print_final_stats=1 -artifact_prefix="$out/crash-$target-" \

@@ -427,7 +427,8 @@ test_produce_stale_fencing_epoch_fenced(void **state)
     SNAP_BEGIN;
     struct bh_client c;
     bt_open(&c, VT_ROLE_PRODUCER);
-    static const uint64_t epochs[] = {BT_EPOCH_A - 1, 0, BT_EPOCH_A + 1};
+    /* (0 means "the range's current epoch": accepted, so not in this list) */
+    static const uint64_t epochs[] = {BT_EPOCH_A - 1, BT_EPOCH_A + 1, BT_EPOCH_A + 7};
     for (size_t i = 0; i < sizeof(epochs) / sizeof(epochs[0]); i++) {
         struct bt_range *r = &bt.ra[i % 2]; /* both cores */
         uint32_t n, blen;

@@ -37,8 +37,8 @@
  *   window_update: 65536
  *   error: code 8, retryable 1, "busy"
  *   node_status_resp: "n1", 2 ranges: R epoch 1 start 0 next 100 committed 90
- *     hwm 90 state 1; ("b", 2, ff*16, 1) epoch 2 start/next/committed/hwm 10
- *     state 2 */
+ *     hwm 90 state 1 role 0 (single) no replicas; ("b", 2, ff*16, 1) epoch 2
+ *     start/next/committed/hwm 10 state 2 role 0 no replicas */
 static const char golden_client_hello[] =
     "000102030405060708090a0b0c0d0e0f0000002431313131313131312d313131"
     "312d343131312d383131312d3131313131313131313131310100010001008000"
@@ -63,10 +63,10 @@ static const char golden_error[] = "0008010000000462757379";
 static const char golden_node_status_resp[] =
     "000000026e3100000002000000066f7264657273000000000000000140414243"
     "4445464748494a4b4c4d4e4f0000000000000000000000000000000100000000"
-    "000000000000000000000064000000000000005a000000000000005a01000000"
+    "000000000000000000000064000000000000005a000000000000005a01" "0000" "000000"
     "01620000000000000002ffffffffffffffffffffffffffffffff000000000000"
     "00010000000000000002000000000000000a000000000000000a000000000000"
-    "000a000000000000000a02";
+    "000a000000000000000a02" "0000";
 
 #define BUF_CAP 65536
 
@@ -688,6 +688,56 @@ test_vt_proto_encode_error_truncates_text(void **state)
 }
 
 static void
+test_vt_proto_node_status_replicas_roundtrip(void **state)
+{
+    (void)state;
+    struct vt_range_status *rs = calloc(1, sizeof(*rs));
+    assert_non_null(rs);
+    range_r(&rs->range, "orders", 1, 0x40, 0);
+    rs->state = 1;
+    rs->role = VT_RS_ROLE_LEADER;
+    rs->n_replicas = 2;
+    for (int k = 0; k < 2; k++) {
+        struct vt_replica_status *x = &rs->replicas[k];
+        memset(x->node, 0x10 + k, 16);
+        x->reachable = (uint8_t)k;
+        x->state = (uint8_t)(k + 1);
+        x->durable = 100 + (uint64_t)k;
+        x->send_next = 200 + (uint64_t)k;
+        x->lag = 5;
+        x->inflight_requests = 3;
+        x->inflight_bytes = 4096;
+        x->resyncs = 7;
+        x->fences = 8;
+        x->truncated = 9;
+    }
+    struct vt_node_status_resp m = {.n_ranges = 1, .ranges = rs};
+    snprintf(m.node_id, sizeof(m.node_id), "n1");
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_proto_encode_node_status_resp(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    struct vt_node_status_resp d = {.ranges = status_ranges};
+    const char *why = NULL;
+    assert_int_equal(vt_proto_decode_node_status_resp(buf, w.len, &d, &why), 0);
+    assert_int_equal(d.ranges[0].role, VT_RS_ROLE_LEADER);
+    assert_int_equal(d.ranges[0].n_replicas, 2);
+    assert_memory_equal(&d.ranges[0].replicas[1], &rs->replicas[1], sizeof(rs->replicas[1]));
+    /* a replica state of 3 is refused, naming the field */
+    /* after the last replica's state: 3 x u64, u32, 4 x u64 */
+    buf[w.len - 61] = 3;
+    assert_int_equal(vt_proto_decode_node_status_resp(buf, w.len, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "replica.state"));
+    /* more than 7 replicas: refused from the count */
+    buf[w.len - 61] = 2;
+    size_t n_off = w.len - 2 * 78 - 1;
+    buf[n_off] = 8;
+    assert_int_equal(vt_proto_decode_node_status_resp(buf, w.len, &d, &why), -EMSGSIZE);
+    assert_non_null(strstr(why, "n_replicas"));
+    free(rs);
+}
+
+static void
 test_vt_proto_decode_node_status_n_ranges_limit(void **state)
 {
     (void)state;
@@ -785,12 +835,15 @@ test_vt_proto_decode_bad_enum_values(void **state)
     /* error retryable at 2. */
     expect_good_value(golden_error, dec_error, 2, 0);
     expect_bad_value(golden_error, dec_error, 2, 2, "retryable");
-    /* node status: state of the last range is the last byte; first range's
-     * state at 4+2 + 4 + 42 + 40 = 92. */
+    /* node status: the last range ends with state, role, n_replicas; the
+     * first range's state is at 4+2 + 4 + 42 + 40 = 92. */
     size_t n = unhex(golden_node_status_resp);
-    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 1, 0);
-    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 1, 3, "state");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 3, 0);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 3, 3, "state");
     expect_bad_value(golden_node_status_resp, dec_node_status_resp, 92, 3, "state");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 2, 2);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 2, 3, "role");
+
 }
 
 static void
@@ -1128,6 +1181,7 @@ main(void)
         cmocka_unit_test(test_vt_proto_decode_error_text_limit),
         cmocka_unit_test(test_vt_proto_encode_error_truncates_text),
         cmocka_unit_test(test_vt_proto_decode_node_status_n_ranges_limit),
+        cmocka_unit_test(test_vt_proto_node_status_replicas_roundtrip),
         cmocka_unit_test(test_vt_proto_decode_bad_enum_values),
         cmocka_unit_test(test_vt_proto_decode_zero_limits),
         cmocka_unit_test(test_vt_proto_decode_fetch_resp_next_beyond_hwm),

@@ -112,6 +112,17 @@ pump(struct vt_core *c, struct vt_timer *t)
 }
 
 static void
+on_begun(struct vt_rlog *l, int rc, void *arg)
+{
+    (void)l;
+    (void)arg;
+    if (rc != 0)
+        fail_msg("begin_epoch: %d", rc);
+    vt_timer_init(&T.pump, pump, NULL);
+    vt_timer_arm(vt_core_self(), &T.pump, 0);
+}
+
+static void
 on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         const struct vt_segset_recovery *rec, void *arg)
 {
@@ -120,8 +131,9 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
     if (rc != 0)
         fail_msg("open: %s", err->msg);
     T.l = l;
-    vt_timer_init(&T.pump, pump, NULL);
-    vt_timer_arm(vt_core_self(), &T.pump, 0);
+    /* appends carry the held epoch */
+    if (vt_rlog_begin_epoch(l, 9, on_begun, NULL) != 0)
+        fail_msg("begin_epoch refused");
 }
 
 static void
@@ -315,6 +327,17 @@ ns_pump(struct vt_core *c, struct vt_timer *t)
 }
 
 static void
+ns_begun(struct vt_rlog *l, int rc, void *arg)
+{
+    (void)l;
+    (void)arg;
+    if (rc != 0)
+        fail_msg("begin_epoch: %d", rc);
+    vt_timer_init(&NS.t, ns_pump, NULL);
+    vt_timer_arm(vt_core_self(), &NS.t, 0);
+}
+
+static void
 ns_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         const struct vt_segset_recovery *rec, void *arg)
 {
@@ -323,8 +346,8 @@ ns_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
     if (rc != 0)
         fail_msg("open: %s", err->msg);
     NS.l = l;
-    vt_timer_init(&NS.t, ns_pump, NULL);
-    vt_timer_arm(vt_core_self(), &NS.t, 0);
+    if (vt_rlog_begin_epoch(l, 1, ns_begun, NULL) != 0)
+        fail_msg("begin_epoch refused");
 }
 
 static void

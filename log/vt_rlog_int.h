@@ -1,0 +1,138 @@
+/* Range log internals shared by vt_rlog.c (open, group commit, appends,
+ * reads, close) and vt_rlog_ctl.c (epochs and truncation). Not a public
+ * header: only those two files include it. */
+#ifndef VT_RLOG_INT_H
+#define VT_RLOG_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vt_epoch_history.h"
+#include "vt_rlog.h"
+
+/* History entries one commit group may carry; a batch needing one more is
+ * refused with -EAGAIN until the group is handed to the I/O thread. */
+#define VT_RLOG__HNOTES_MAX 16u
+
+struct vt_rlog__waiter {
+    uint64_t end; /* durable once committed >= end */
+    uint64_t base;
+    uint64_t epoch; /* epoch the batch was appended under (0: a plain wait) */
+    vt_rlog_durable_cb *cb;
+    void *arg;
+};
+
+/* A producer epoch opened by a batch in a group: journaled before the
+ * group's commit, so the epoch is durable before any batch at it is acked. */
+struct vt_rlog__epoch_note {
+    uint8_t id[16];
+    uint64_t epoch;
+};
+
+struct vt_rlog__batch_buf {
+    uint8_t *p;
+    size_t len, cap;
+    uint32_t batches;
+    struct vt_rlog__epoch_note *notes; /* [max_waiters] */
+    uint32_t n_notes;
+    /* leader epochs first used by a batch in this group: recorded in the
+     * epoch history before the group's data is written */
+    struct vt_epoch_entry hnotes[VT_RLOG__HNOTES_MAX];
+    uint32_t n_hnotes;
+};
+
+enum vt_rlog__job { VT_RLOG__JOB_OPEN = 1, VT_RLOG__JOB_COMMIT, VT_RLOG__JOB_CLOSE,
+                    VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL };
+
+enum vt_rlog__ctl_kind { VT_RLOG__CTL_NONE = 0, VT_RLOG__CTL_BEGIN, VT_RLOG__CTL_ADOPT,
+                         VT_RLOG__CTL_TRUNCATE };
+
+/* The one control operation (epoch change or truncation) a range log runs
+ * at a time. Queued until the pending group is committed (appends are
+ * refused meanwhile), then run as one job. The core writes it before the
+ * job is submitted; the I/O thread only reads it. */
+struct vt_rlog__ctl {
+    enum vt_rlog__ctl_kind kind;
+    bool submitted;
+    uint64_t epoch;  /* BEGIN / ADOPT */
+    bool store_held; /* BEGIN / ADOPT: epoch > held when requested */
+    uint64_t offset; /* TRUNCATE */
+    vt_rlog_epoch_cb *epoch_cb;
+    vt_rlog_truncate_cb *truncate_cb;
+    void *arg;
+};
+
+/* owner: the core. The I/O thread borrows `set`, `journal`, `hist`, the
+ * `flight` buffer and the job_* results while a job runs (one at a time,
+ * job_busy), and `set` during reads. */
+struct vt_rlog {
+    struct vt_core *core;
+    struct vt_rlog_config cfg;
+    struct vt_segset *set;
+    struct vt_producer_journal *journal;
+    struct vt_epoch_history *hist;
+    struct vt_producers *prod;
+    bool ready, poisoned, closing, job_busy;
+    bool recovering; /* after ENOSPC: cutting back to the commit point */
+    uint64_t next, committed, start;
+    uint64_t held;       /* durable held epoch as of the last completed job */
+    uint64_t raising;    /* epoch a queued begin/adopt raises to, else 0 */
+    uint64_t hold_above; /* while a truncation is queued: waiters ending above are held */
+    /* the core's copy of the epoch history as of the last completed job */
+    struct vt_epoch_entry *hist_copy;
+    uint32_t hist_n, hist_cap;
+    struct vt_rlog__batch_buf pending, flight;
+    struct vt_rlog__waiter *w;
+    uint32_t w_head, w_count, w_cap;
+    uint32_t reads_in_flight;
+    struct vt_io_req req;
+    enum vt_rlog__job kind;
+    struct vt_rlog__ctl ctl;
+    /* job results, written by the I/O thread, read after completion */
+    int job_rc;
+    struct vt_log_err job_err;
+    uint64_t job_committed, job_next, job_start, job_held, job_removed;
+    uint32_t job_rolls;
+    bool job_held_stored; /* epoch job: the held file was replaced */
+    bool job_dirty;       /* a control job changed state on disk before failing */
+    struct vt_segset_recovery rec;
+    struct vt_producers *job_prod;
+    /* callbacks */
+    vt_rlog_open_cb *open_cb;
+    void *open_arg;
+    vt_rlog_closed_cb *closed_cb;
+    void *closed_arg;
+    struct vt_rlog_stats stats;
+};
+
+/* ---- vt_rlog.c --------------------------------------------------------- */
+
+void vt_rlog__assert_owner(const struct vt_rlog *l);
+/* max(held, raising): appends and replica writes below it are stale. */
+uint64_t vt_rlog__fence_now(const struct vt_rlog *l);
+/* The newest epoch the history will hold once queued groups commit. */
+uint64_t vt_rlog__hist_tip(const struct vt_rlog *l);
+/* Copies the history into hist_copy (core, no job running). -ENOMEM. */
+int vt_rlog__hist_refresh(struct vt_rlog *l) VT_MUST_USE;
+int vt_rlog__submit(struct vt_rlog *l, enum vt_rlog__job kind,
+                    int64_t (*fn)(const struct vt_file_ops *, void *)) VT_MUST_USE;
+/* Marks the log poisoned (logging `during` and job_err once) and fails
+ * every waiter with rc. */
+void vt_rlog__poison(struct vt_rlog *l, int rc, const char *during);
+/* Fires waiters: with rc 0 those now durable (stopping at one ending above
+ * `committed` or `hold_above`), else all of them with rc. */
+void vt_rlog__fire_waiters(struct vt_rlog *l, int rc);
+/* Starts the next job if the slot is free: the pending group first, then a
+ * queued control operation, then the close. */
+void vt_rlog__kick(struct vt_rlog *l);
+
+/* ---- vt_rlog_ctl.c ----------------------------------------------------- */
+
+/* Submits the queued control job. -EAGAIN if the I/O queue is full. */
+int vt_rlog__ctl_submit(struct vt_rlog *l) VT_MUST_USE;
+/* Completion of the control job (core). */
+void vt_rlog__ctl_done(struct vt_rlog *l);
+/* Ends the queued (not submitted) control operation with rc. */
+void vt_rlog__ctl_abort(struct vt_rlog *l, int rc);
+
+#endif

@@ -1,0 +1,193 @@
+/* Replication core: the rules that keep a replicated range safe, written
+ * without I/O so that the node (actors/) and the deterministic fault harness
+ * (tests/unit/replication) drive exactly the same code.
+ *
+ *   - the quorum high-water mark (HWM) rule;
+ *   - the follower's verdict on a replica append;
+ *   - the follower's fence plan (which epoch to adopt, where to truncate);
+ *   - the leader's per-follower driver (struct vt_repl_leader): handshake
+ *     by fence, pipelined appends inside a window, a bounded retransmission
+ *     buffer, catch-up reads from the log, resync after any error.
+ *
+ * The leader never sends anything itself: it asks its owner through
+ * struct vt_repl_leader_ops, and the owner reports back (responses,
+ * connection changes, local durability, read results). Every call happens
+ * on the thread that owns the range; nothing here blocks or sleeps.
+ *
+ * Offsets are "next offset" style: durable = d means every record below d
+ * is on disk. docs/REPLICATION.md explains the protocol and the HWM rule. */
+#ifndef VT_REPL_H
+#define VT_REPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vt_assert.h"
+#include "vt_epoch_history.h"
+
+#define VT_REPL_MAX_REPLICAS 7u
+#define VT_REPL_MAX_FOLLOWERS (VT_REPL_MAX_REPLICAS - 1u)
+
+/* ---- the HWM rule --------------------------------------------------------- */
+
+/* Majority of a configured replica set of `rf` members (leader included). */
+uint32_t vt_repl_majority(uint32_t rf);
+
+/* The committed HWM of a leader whose own durable offset is `leader` and
+ * whose followers have acknowledged `follower[0..n)` as durable: the k-th
+ * largest of all rf = n + 1 values (k = majority), clamped to `leader` so
+ * the leader never declares committed what it could not serve itself after
+ * a crash. Callers keep it monotonic (max with the previous value). */
+uint64_t vt_repl_quorum_hwm(uint64_t leader, const uint64_t *follower, uint32_t n);
+
+/* ---- follower: one replica append ----------------------------------------- */
+
+enum vt_repl_verdict {
+    VT_REPL_APPLY = 0,      /* expected_base == next: append it */
+    VT_REPL_ACK,            /* already durable through `end`: acknowledge now */
+    VT_REPL_WAIT,           /* already written, not yet durable: ack when it is */
+    VT_REPL_FENCED,         /* request epoch != held epoch */
+    VT_REPL_GAP,            /* expected_base > next: the leader must resync */
+    VT_REPL_OVERLAP,        /* straddles next: the leader must resync */
+};
+
+/* The verdict for an append of [base, end) at `epoch` on a follower that
+ * holds `held` and has written through `next`, durable through `durable`. */
+enum vt_repl_verdict vt_repl_follower_verdict(uint64_t held, uint64_t next, uint64_t durable,
+                                              uint64_t epoch, uint64_t base, uint64_t end);
+const char *vt_repl_verdict_name(enum vt_repl_verdict v);
+
+/* ---- follower: the fence -------------------------------------------------- */
+
+struct vt_repl_fence_in {
+    uint64_t held;                       /* the follower's held epoch */
+    const struct vt_epoch_entry *own;    /* its epoch history */
+    uint32_t n_own;
+    uint64_t own_next;                   /* its log end */
+    uint64_t own_hwm;                    /* the HWM it knows: never cut below */
+    uint64_t epoch;                      /* the caller's (leader's) epoch */
+    const struct vt_epoch_entry *leader; /* the caller's history */
+    uint32_t n_leader;
+    uint64_t leader_next;                /* the caller's log end */
+};
+
+struct vt_repl_fence_plan {
+    bool truncate;        /* cut the log so that `cut` becomes next_offset */
+    uint64_t cut;
+    const char *why;      /* static text: why this cut (or the refusal) */
+};
+
+/* 0 with a plan; -ESTALE if the caller's epoch is below the held one (the
+ * caller is a deposed leader); -EPERM if the histories diverge below the
+ * follower's HWM (committed records would be cut: refuse, change nothing).
+ * The rule: the first point where the two histories disagree, else the end
+ * of the follower's last epoch in the leader's history, else the leader's
+ * log end -- whichever is lowest, if it is below the follower's log end. An
+ * empty history on either side proves nothing and cuts nothing. [hsim fix]
+ * When the follower's newest epoch is the caller's own, only a disagreement
+ * cuts: the caller wrote those records (a restart must take a new epoch) and
+ * the log end of a late or duplicated fence is stale. */
+int vt_repl_fence_plan(const struct vt_repl_fence_in *in, struct vt_repl_fence_plan *out)
+    VT_MUST_USE;
+
+/* ---- leader: the per-follower driver --------------------------------------- */
+
+struct vt_repl_leader;
+
+struct vt_repl_leader_config {
+    uint32_t n_followers;        /* 1 .. VT_REPL_MAX_FOLLOWERS */
+    uint32_t window_requests;    /* appends in flight per follower; 0 = 16 */
+    uint64_t window_bytes;       /* bytes in flight per follower; 0 = 4 MiB */
+    uint64_t retransmit_bytes;   /* retransmission buffer; 0 = 8 MiB */
+    uint32_t max_request_bytes;  /* batches per append request; 0 = 1 MiB */
+};
+
+/* What the leader asks of its owner. `gen` identifies the follower's current
+ * stream: the owner hands it back with every answer, and answers carrying an
+ * older generation are ignored (they belong to a stream since abandoned). */
+struct vt_repl_leader_ops {
+    /* Send an append of whole batches [base, end) (`len` bytes) carrying the
+     * current HWM. 0 sent (an answer will come: vt_repl_leader_on_append),
+     * -EAGAIN transport full (the owner calls vt_repl_leader_pump when it
+     * drains), any other error: treated as a lost stream (resync). */
+    int (*send_append)(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
+                       const uint8_t *bytes, size_t len, uint64_t hwm);
+    /* Send the fence handshake at the leader's epoch with its history. */
+    int (*send_fence)(void *arg, uint32_t f, uint64_t gen);
+    /* Fire-and-forget HWM update for an idle follower. */
+    void (*send_hwm)(void *arg, uint32_t f, uint64_t hwm);
+    /* Read committed batches from `from` below `to`, at most `cap` bytes;
+     * the result comes back through vt_repl_leader_on_read. 0 started,
+     * -EAGAIN try later (the leader retries on the next pump). */
+    int (*read_log)(void *arg, uint32_t f, uint64_t gen, uint64_t from, uint64_t to,
+                    size_t cap);
+    /* The committed HWM rose to `hwm`. */
+    void (*on_hwm)(void *arg, uint64_t hwm);
+    /* A follower answered the fence with a higher epoch: this leader is
+     * deposed and must stop accepting writes. */
+    void (*on_deposed)(void *arg, uint32_t f);
+};
+
+enum vt_repl_fstate {
+    VT_REPL_F_DOWN = 0,      /* no stream (not connected, or waiting to retry) */
+    VT_REPL_F_FENCING,       /* fence sent, waiting for the answer */
+    VT_REPL_F_STREAMING,     /* appends flow from send_next */
+};
+
+/* A follower as the leader sees it (status and metrics read this). */
+struct vt_repl_follower_view {
+    enum vt_repl_fstate state;
+    uint64_t durable;        /* acknowledged durable offset */
+    uint64_t send_next;      /* next offset to send */
+    uint32_t inflight_requests;
+    uint64_t inflight_bytes;
+    uint64_t resyncs, fences, appends_sent, bytes_sent, catchup_reads;
+    uint64_t truncated_records; /* reported by its fence answers */
+};
+
+struct vt_repl_leader *vt_repl_leader_new(const struct vt_repl_leader_config *cfg,
+                                          const struct vt_repl_leader_ops *ops, void *arg,
+                                          uint64_t log_next, uint64_t local_durable);
+void vt_repl_leader_free(struct vt_repl_leader *l);
+
+/* The leader appended whole batches [base, end) locally (not yet durable).
+ * The bytes are copied into the retransmission buffer (evicting the oldest
+ * entries beyond its bound). -EINVAL if base is not the previous end. */
+int vt_repl_leader_append(struct vt_repl_leader *l, uint64_t base, uint64_t end,
+                          const uint8_t *bytes, size_t len) VT_MUST_USE;
+/* The local log is durable through `durable`. */
+void vt_repl_leader_local_durable(struct vt_repl_leader *l, uint64_t durable);
+
+/* Transport events for follower f. */
+void vt_repl_leader_connected(struct vt_repl_leader *l, uint32_t f);
+void vt_repl_leader_disconnected(struct vt_repl_leader *l, uint32_t f);
+/* Fence answer: rc 0 with the follower's durable and next offsets (after
+ * any truncation it did) and the records it removed; -ESTALE (it holds a
+ * higher epoch); any other rc: the stream goes down until the owner calls
+ * vt_repl_leader_connected again. [hsim fix] Streaming restarts at `durable`:
+ * [durable, next) goes again as retransmissions, which the follower answers
+ * once durable (nothing else would ever report that range durable). */
+void vt_repl_leader_on_fence(struct vt_repl_leader *l, uint32_t f, uint64_t gen, int rc,
+                             uint64_t durable, uint64_t next, uint64_t truncated);
+/* Append answer: rc 0 with the follower's durable offset, or an error
+ * (-ESTALE fenced: the stream goes down; anything else: resync). Answers
+ * match requests in order; [hsim fix] an rc 0 answer below the request's end
+ * answers some other request (duplicated, misrouted) and also resyncs. */
+void vt_repl_leader_on_append(struct vt_repl_leader *l, uint32_t f, uint64_t gen, int rc,
+                              uint64_t durable);
+/* Catch-up read result (rc 0: `len` bytes of whole batches from the
+ * requested offset up to `next`). */
+void vt_repl_leader_on_read(struct vt_repl_leader *l, uint32_t f, uint64_t gen, int rc,
+                            const uint8_t *bytes, size_t len, uint64_t next);
+/* Sends whatever the windows allow (after the transport drained). */
+void vt_repl_leader_pump(struct vt_repl_leader *l);
+
+uint64_t vt_repl_leader_hwm(const struct vt_repl_leader *l);
+uint64_t vt_repl_leader_next(const struct vt_repl_leader *l);
+void vt_repl_leader_view(const struct vt_repl_leader *l, uint32_t f,
+                         struct vt_repl_follower_view *out);
+uint64_t vt_repl_leader_buffered_bytes(const struct vt_repl_leader *l);
+const char *vt_repl_fstate_name(enum vt_repl_fstate s);
+
+#endif

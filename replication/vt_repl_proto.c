@@ -1,0 +1,666 @@
+/* Replica-plane codecs (formats and rules in vt_repl_proto.h). */
+#include "vt_repl_proto.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vt_batch.h"
+
+const char *
+vt_repl_kind_name(uint16_t kind)
+{
+    switch (kind) {
+    case VT_K_REPL_ERROR: return "Error";
+    case VT_K_REPL_APPEND: return "ReplicaAppend";
+    case VT_K_REPL_APPEND_RESP: return "ReplicaAppendResponse";
+    case VT_K_REPL_HWM: return "CommittedHwmUpdate";
+    case VT_K_REPL_APPEND_MULTI: return "ReplicaAppendBatch";
+    case VT_K_REPL_APPEND_MULTI_RESP: return "ReplicaAppendBatchResponse";
+    case VT_K_REPL_STATUS: return "ReplicaStatus";
+    case VT_K_REPL_STATUS_RESP: return "ReplicaStatusResponse";
+    case VT_K_REPL_HISTORY: return "EpochHistory";
+    case VT_K_REPL_HISTORY_RESP: return "EpochHistoryResponse";
+    case VT_K_REPL_FENCE: return "ReplicaFence";
+    case VT_K_REPL_FENCE_RESP: return "ReplicaFenceResponse";
+    default: return "Unknown";
+    }
+}
+
+const char *
+vt_repl_error_name(uint16_t code)
+{
+    switch (code) {
+    case VT_REPL_E_INVALID_REQUEST: return "InvalidRequest";
+    case VT_REPL_E_WRONG_RANGE: return "WrongRange";
+    case VT_REPL_E_FENCED: return "Fenced";
+    case VT_REPL_E_OVERLOADED: return "Overloaded";
+    case VT_REPL_E_STORAGE: return "Storage";
+    case VT_REPL_E_PROTOCOL_VIOLATION: return "ProtocolViolation";
+    default: return "Unknown";
+    }
+}
+
+bool
+vt_repl_error_retryable(uint16_t code)
+{
+    return code == VT_REPL_E_OVERLOADED || code == VT_REPL_E_STORAGE;
+}
+
+/* ---- shared pieces ------------------------------------------------------ */
+
+/* Messages handed to callers: the reader's own message lives in the
+ * decoder's stack frame, and formatted messages need a home, so both are
+ * copied here. Valid until the next vt_repl decode on this thread. */
+static _Thread_local char vt_repl_why_buf[256];
+
+static const char *why_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static const char *
+why_fmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(vt_repl_why_buf, sizeof(vt_repl_why_buf), fmt, ap);
+    va_end(ap);
+    return vt_repl_why_buf;
+}
+
+static int
+fail(struct vt_rd *r, const char **why)
+{
+    *why = why_fmt("%s", r->err ? r->err : "malformed");
+    return r->err_code ? r->err_code : -EBADMSG;
+}
+
+static int
+finish(struct vt_rd *r, const char **why)
+{
+    if (vt_rd_done(r) != 0)
+        return fail(r, why);
+    return 0;
+}
+
+static int
+dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
+{
+    int rc = vt_range_ident_decode(r, out, why);
+    if (rc != 0 && r->err != NULL)
+        return fail(r, why);
+    return rc;
+}
+
+static int
+check_epoch_nonzero(uint64_t epoch, const char **why)
+{
+    if (epoch == 0) {
+        *why = "epoch: must be > 0";
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+static int
+check_durable(uint64_t durable, uint64_t next_offset, const char **why)
+{
+    if (durable > next_offset) {
+        *why = why_fmt("durable %" PRIu64 " beyond next_offset %" PRIu64, durable, next_offset);
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+/* Error text: at most 4096 bytes, cut at a UTF-8 boundary; text that is
+ * still not valid UTF-8 without NUL goes out with those bytes as '?'. */
+static void
+enc_text(struct vt_wr *w, const char *s, size_t n)
+{
+    VT_ASSERT(s != NULL || n == 0);
+    if (n > VT_REPL_ERROR_TEXT_MAX) {
+        n = VT_REPL_ERROR_TEXT_MAX;
+        while (n > 0 && ((uint8_t)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    size_t bad_at = 0;
+    if (vt_codec_utf8_check(s, n, true, &bad_at) == 0) {
+        vt_wr_bytes(w, s, n);
+        return;
+    }
+    uint8_t *at = vt_wr_reserve(w, 4 + n);
+    if (at == NULL)
+        return;
+    vt_be32_put(at, (uint32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)s[i];
+        at[4 + i] = (c == 0 || c >= 0x80) ? '?' : c;
+    }
+}
+
+static void
+enc_history(struct vt_wr *w, const struct vt_epoch_entry *e, uint32_t n)
+{
+    VT_ASSERT(n <= VT_EPOCH_HISTORY_MAX);
+    VT_ASSERT(n == 0 || e != NULL);
+    uint8_t *at = vt_wr_reserve(w, vt_epoch_list_size(n));
+    if (at != NULL)
+        vt_epoch_list_encode(e, n, at); /* asserts the list is valid */
+}
+
+/* Reads a history list (count checked against the max before the entries
+ * are taken) into hist[VT_EPOCH_HISTORY_MAX]. */
+static int
+dec_history(struct vt_rd *r, struct vt_epoch_entry *hist, const struct vt_epoch_entry **out,
+            uint32_t *count, const char **why)
+{
+    VT_ASSERT(hist != NULL);
+    size_t start = r->pos;
+    uint32_t n = 0;
+    const uint8_t *raw = NULL;
+    if (vt_rd_u32(r, "history.count", &n))
+        return fail(r, why);
+    if (n > VT_EPOCH_HISTORY_MAX) {
+        *why = why_fmt("history.count %" PRIu32 " exceeds %u", n, VT_EPOCH_HISTORY_MAX);
+        return -EMSGSIZE;
+    }
+    if (vt_rd_raw(r, "history.entries", (size_t)n * VT_EPOCH_LIST_ENTRY_BYTES, &raw))
+        return fail(r, why);
+    const char *lwhy = NULL;
+    uint32_t got = 0;
+    int rc = vt_epoch_list_decode(r->p + start, r->pos - start, hist, &got, &lwhy);
+    if (rc != 0) {
+        *why = why_fmt("history: %s", lwhy ? lwhy : "invalid");
+        return rc;
+    }
+    VT_ASSERT(got == n);
+    *out = hist;
+    *count = got;
+    return 0;
+}
+
+/* ---- append (60) -------------------------------------------------------- */
+
+void
+vt_repl_encode_append(struct vt_wr *w, const struct vt_repl_append *m)
+{
+    VT_ASSERT(m->batches != NULL || m->batches_len == 0);
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_raw(w, m->leader_node, VT_REPL_NODE_ID_BYTES);
+    vt_wr_u64(w, m->expected_base);
+    vt_wr_u64(w, m->hwm);
+    vt_wr_bytes(w, m->batches, m->batches_len);
+}
+
+/* The batches field: >= 1 whole valid batches, contiguous from
+ * expected_base. Sets batch_count and end_offset. */
+static int
+check_batches(struct vt_repl_append *m, const struct vt_repl_limits *lim, const char **why)
+{
+    if (m->batches_len == 0) {
+        *why = "batches: empty (an append carries at least one batch)";
+        return -EBADMSG;
+    }
+    size_t pos = 0;
+    uint64_t next = m->expected_base;
+    uint32_t i = 0;
+    while (pos < m->batches_len) {
+        struct vt_batch_hdr h;
+        const char *bwhy = NULL;
+        size_t left = m->batches_len - pos;
+        int rc = vt_batch_validate(m->batches + pos, left, lim->max_batch_bytes,
+                                   lim->max_record_bytes, &h, &bwhy);
+        if (rc == -EAGAIN) {
+            *why = why_fmt("batches: batch %" PRIu32 " at byte %zu is cut short (%zu bytes left)",
+                           i, pos, left);
+            return -EBADMSG;
+        }
+        if (rc != 0) {
+            *why = why_fmt("batches: batch %" PRIu32 " at byte %zu: %s", i, pos,
+                           bwhy ? bwhy : "invalid");
+            return -EBADMSG;
+        }
+        if (h.base_offset != next) {
+            if (i == 0)
+                *why = why_fmt("batches: first batch base_offset %" PRIu64
+                               " != expected_base %" PRIu64,
+                               h.base_offset, next);
+            else
+                *why = why_fmt("batches: batch %" PRIu32 " base_offset %" PRIu64
+                               ", expected %" PRIu64 " (batches must be contiguous)",
+                               i, h.base_offset, next);
+            return -EBADMSG;
+        }
+        /* vt_batch_decode_header refused base_offset + record_count overflow. */
+        next += h.record_count;
+        pos += h.batch_len;
+        i++;
+    }
+    m->batch_count = i;
+    m->end_offset = next;
+    return 0;
+}
+
+int
+vt_repl_decode_append(const uint8_t *p, size_t len, const struct vt_repl_limits *lim,
+                      struct vt_repl_append *m, const char **why)
+{
+    VT_ASSERT(lim != NULL && m != NULL && why != NULL);
+    VT_ASSERT(lim->max_batches_bytes > 0 && lim->max_batch_bytes > 0 && lim->max_record_bytes > 0);
+    struct vt_rd r;
+    const uint8_t *node = NULL;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "epoch", &m->epoch) ||
+        vt_rd_raw(&r, "leader_node", VT_REPL_NODE_ID_BYTES, &node) ||
+        vt_rd_u64(&r, "expected_base", &m->expected_base) || vt_rd_u64(&r, "hwm", &m->hwm) ||
+        vt_rd_bytes(&r, "batches", lim->max_batches_bytes, &m->batches, &m->batches_len))
+        return fail(&r, why);
+    memcpy(m->leader_node, node, VT_REPL_NODE_ID_BYTES);
+    rc = check_epoch_nonzero(m->epoch, why);
+    if (rc == 0)
+        rc = finish(&r, why);
+    if (rc == 0)
+        rc = check_batches(m, lim, why);
+    return rc;
+}
+
+/* ---- append response (61) ------------------------------------------------ */
+
+void
+vt_repl_encode_append_resp(struct vt_wr *w, const struct vt_repl_append_resp *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_u64(w, m->durable);
+    vt_wr_u64(w, m->next_offset);
+}
+
+/* Body of a kind-61 message from a reader that may hold more (kind 64). */
+static int
+dec_append_resp_body(struct vt_rd *r, struct vt_repl_append_resp *m, const char **why)
+{
+    int rc = dec_range(r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(r, "epoch", &m->epoch) || vt_rd_u64(r, "durable", &m->durable) ||
+        vt_rd_u64(r, "next_offset", &m->next_offset))
+        return fail(r, why);
+    return check_durable(m->durable, m->next_offset, why);
+}
+
+int
+vt_repl_decode_append_resp(const uint8_t *p, size_t len, struct vt_repl_append_resp *m,
+                           const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_append_resp_body(&r, m, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+/* ---- HWM update (62) -------------------------------------------------------- */
+
+void
+vt_repl_encode_hwm(struct vt_wr *w, const struct vt_repl_hwm *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_u64(w, m->hwm);
+}
+
+int
+vt_repl_decode_hwm(const uint8_t *p, size_t len, struct vt_repl_hwm *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "epoch", &m->epoch) || vt_rd_u64(&r, "hwm", &m->hwm))
+        return fail(&r, why);
+    rc = check_epoch_nonzero(m->epoch, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+/* ---- append multi (63) and its response (64) ------------------------------- */
+
+void
+vt_repl_encode_append_multi(struct vt_wr *w, const struct vt_repl_append *m, uint32_t n)
+{
+    VT_ASSERT(n >= 1 && n <= VT_REPL_MULTI_MAX);
+    vt_wr_u32(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *len_at = vt_wr_reserve(w, 4);
+        size_t body = w->len;
+        vt_repl_encode_append(w, &m[i]);
+        if (len_at == NULL || !vt_wr_ok(w))
+            return;
+        VT_ASSERT(w->len - body <= UINT32_MAX);
+        vt_be32_put(len_at, (uint32_t)(w->len - body));
+    }
+}
+
+/* The count of a kind-63/64 message: 1..VT_REPL_MULTI_MAX. */
+static int
+dec_multi_count(struct vt_rd *r, uint32_t *n, const char **why)
+{
+    if (vt_rd_u32(r, "count", n))
+        return fail(r, why);
+    if (*n == 0) {
+        *why = "count: must be >= 1";
+        return -EBADMSG;
+    }
+    if (*n > VT_REPL_MULTI_MAX) {
+        *why = why_fmt("count %" PRIu32 " exceeds %u", *n, VT_REPL_MULTI_MAX);
+        return -EMSGSIZE;
+    }
+    return 0;
+}
+
+int
+vt_repl_decode_append_multi(const uint8_t *p, size_t len, const struct vt_repl_limits *lim,
+                            struct vt_repl_append *out, uint32_t *n, const char **why)
+{
+    VT_ASSERT(lim != NULL && out != NULL && n != NULL && why != NULL);
+    struct vt_rd r;
+    uint32_t count = 0;
+    vt_rd_init(&r, p, len);
+    *n = 0;
+    int rc = dec_multi_count(&r, &count, why);
+    if (rc != 0)
+        return rc;
+    for (uint32_t i = 0; i < count; i++) {
+        char field[32];
+        const uint8_t *body = NULL;
+        uint32_t body_len = 0;
+        snprintf(field, sizeof(field), "append[%" PRIu32 "]", i);
+        if (vt_rd_bytes(&r, field, UINT32_MAX, &body, &body_len))
+            return fail(&r, why);
+        const char *inner = NULL;
+        rc = vt_repl_decode_append(body, body_len, lim, &out[i], &inner);
+        if (rc != 0) {
+            char copy[sizeof(vt_repl_why_buf)];
+            snprintf(copy, sizeof(copy), "%s", inner ? inner : "invalid");
+            *why = why_fmt("%s: %s", field, copy);
+            return rc;
+        }
+    }
+    rc = finish(&r, why);
+    if (rc == 0)
+        *n = count;
+    return rc;
+}
+
+void
+vt_repl_encode_append_multi_resp(struct vt_wr *w, const struct vt_repl_multi_resp_entry *e,
+                                 uint32_t n)
+{
+    VT_ASSERT(n >= 1 && n <= VT_REPL_MULTI_MAX);
+    vt_wr_u32(w, n);
+    for (uint32_t i = 0; i < n; i++) {
+        VT_ASSERT(e[i].tag == VT_REPL_MULTI_OK || e[i].tag == VT_REPL_MULTI_ERR);
+        vt_wr_u8(w, e[i].tag);
+        if (e[i].tag == VT_REPL_MULTI_OK) {
+            vt_repl_encode_append_resp(w, &e[i].resp);
+        } else {
+            vt_wr_u16(w, e[i].err_code);
+            enc_text(w, e[i].err_text, e[i].err_text_len);
+        }
+    }
+}
+
+static int
+dec_multi_resp_entry(struct vt_rd *r, struct vt_repl_multi_resp_entry *e, const char **why)
+{
+    if (vt_rd_u8(r, "tag", &e->tag))
+        return fail(r, why);
+    if (e->tag == VT_REPL_MULTI_OK)
+        return dec_append_resp_body(r, &e->resp, why);
+    if (e->tag != VT_REPL_MULTI_ERR) {
+        *why = "tag: must be 0 (ok) or 1 (error)";
+        return -EBADMSG;
+    }
+    if (vt_rd_u16(r, "code", &e->err_code) ||
+        vt_rd_str(r, "message", VT_REPL_ERROR_TEXT_MAX, &e->err_text, &e->err_text_len))
+        return fail(r, why);
+    return 0;
+}
+
+int
+vt_repl_decode_append_multi_resp(const uint8_t *p, size_t len, struct vt_repl_multi_resp_entry *out,
+                                 uint32_t *n, const char **why)
+{
+    VT_ASSERT(out != NULL && n != NULL && why != NULL);
+    struct vt_rd r;
+    uint32_t count = 0;
+    vt_rd_init(&r, p, len);
+    *n = 0;
+    int rc = dec_multi_count(&r, &count, why);
+    if (rc != 0)
+        return rc;
+    for (uint32_t i = 0; i < count; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        const char *inner = NULL;
+        rc = dec_multi_resp_entry(&r, &out[i], &inner);
+        if (rc != 0) {
+            char copy[sizeof(vt_repl_why_buf)];
+            snprintf(copy, sizeof(copy), "%s", inner ? inner : "invalid");
+            *why = why_fmt("entry[%" PRIu32 "]: %s", i, copy);
+            return rc;
+        }
+    }
+    rc = finish(&r, why);
+    if (rc == 0)
+        *n = count;
+    return rc;
+}
+
+/* ---- status (65/66) ---------------------------------------------------------- */
+
+void
+vt_repl_encode_status(struct vt_wr *w, const struct vt_repl_status *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+}
+
+int
+vt_repl_decode_status(const uint8_t *p, size_t len, struct vt_repl_status *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "epoch", &m->epoch))
+        return fail(&r, why);
+    return finish(&r, why);
+}
+
+void
+vt_repl_encode_status_resp(struct vt_wr *w, const struct vt_repl_status_resp *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->held_epoch);
+    vt_wr_u64(w, m->durable);
+    vt_wr_u64(w, m->next_offset);
+    vt_wr_u64(w, m->hwm);
+    vt_wr_u64(w, m->start_offset);
+}
+
+int
+vt_repl_decode_status_resp(const uint8_t *p, size_t len, struct vt_repl_status_resp *m,
+                           const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "held_epoch", &m->held_epoch) || vt_rd_u64(&r, "durable", &m->durable) ||
+        vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
+        vt_rd_u64(&r, "start_offset", &m->start_offset))
+        return fail(&r, why);
+    rc = check_durable(m->durable, m->next_offset, why);
+    if (rc != 0)
+        return rc;
+    if (m->start_offset > m->next_offset) {
+        *why = why_fmt("start_offset %" PRIu64 " beyond next_offset %" PRIu64, m->start_offset,
+                       m->next_offset);
+        return -EBADMSG;
+    }
+    return finish(&r, why);
+}
+
+/* ---- epoch history (67/68) ----------------------------------------------------- */
+
+void
+vt_repl_encode_history(struct vt_wr *w, const struct vt_repl_history *m)
+{
+    vt_range_ident_encode(w, &m->range);
+}
+
+int
+vt_repl_decode_history(const uint8_t *p, size_t len, struct vt_repl_history *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+void
+vt_repl_encode_history_resp(struct vt_wr *w, const struct vt_repl_history_resp *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    enc_history(w, m->history, m->history_count);
+}
+
+int
+vt_repl_decode_history_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
+                            struct vt_repl_history_resp *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc == 0)
+        rc = dec_history(&r, hist, &m->history, &m->history_count, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+/* ---- fence (75/76) ---------------------------------------------------------------- */
+
+void
+vt_repl_encode_fence(struct vt_wr *w, const struct vt_repl_fence *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_raw(w, m->leader_node, VT_REPL_NODE_ID_BYTES);
+    vt_wr_u64(w, m->leader_next);
+    enc_history(w, m->history, m->history_count);
+}
+
+int
+vt_repl_decode_fence(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
+                     struct vt_repl_fence *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    const uint8_t *node = NULL;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "epoch", &m->epoch) ||
+        vt_rd_raw(&r, "leader_node", VT_REPL_NODE_ID_BYTES, &node) ||
+        vt_rd_u64(&r, "leader_next", &m->leader_next))
+        return fail(&r, why);
+    memcpy(m->leader_node, node, VT_REPL_NODE_ID_BYTES);
+    rc = check_epoch_nonzero(m->epoch, why);
+    if (rc == 0)
+        rc = dec_history(&r, hist, &m->history, &m->history_count, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+void
+vt_repl_encode_fence_resp(struct vt_wr *w, const struct vt_repl_fence_resp *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->held_epoch);
+    vt_wr_u64(w, m->durable);
+    vt_wr_u64(w, m->next_offset);
+    vt_wr_u64(w, m->hwm);
+    vt_wr_u64(w, m->truncated_records);
+    enc_history(w, m->history, m->history_count);
+}
+
+int
+vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
+                          struct vt_repl_fence_resp *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "held_epoch", &m->held_epoch) || vt_rd_u64(&r, "durable", &m->durable) ||
+        vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
+        vt_rd_u64(&r, "truncated_records", &m->truncated_records))
+        return fail(&r, why);
+    rc = check_durable(m->durable, m->next_offset, why);
+    if (rc == 0)
+        rc = dec_history(&r, hist, &m->history, &m->history_count, why);
+    return rc != 0 ? rc : finish(&r, why);
+}
+
+/* ---- error (40) -------------------------------------------------------------------- */
+
+void
+vt_repl_encode_error(struct vt_wr *w, uint16_t code, const char *message)
+{
+    VT_ASSERT(message != NULL);
+    vt_wr_u16(w, code);
+    vt_wr_u8(w, vt_repl_error_retryable(code) ? 1 : 0);
+    enc_text(w, message, strlen(message));
+}
+
+int
+vt_repl_decode_error(const uint8_t *p, size_t len, struct vt_repl_error_msg *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    const char *s = NULL;
+    uint32_t n = 0;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    if (vt_rd_u16(&r, "code", &m->code) || vt_rd_u8(&r, "retryable", &m->retryable) ||
+        vt_rd_str(&r, "message", VT_REPL_ERROR_TEXT_MAX, &s, &n))
+        return fail(&r, why);
+    if (m->retryable > 1) {
+        *why = "retryable: must be 0 or 1";
+        return -EBADMSG;
+    }
+    memcpy(m->message, s, n);
+    m->message[n] = '\0';
+    return finish(&r, why);
+}
