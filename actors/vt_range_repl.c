@@ -192,6 +192,10 @@ on_tick(struct vt_core *core, struct vt_timer *t)
             vt_repl_leader_connected(rp->lead, f);
         }
     }
+    /* a catch-up read refused earlier (-EAGAIN: reads or I/O queue full) is
+     * retried here even when nothing else happens on the range */
+    if (rp->lead != NULL && !rp->deposed && rp->ra->log != NULL)
+        vt_repl_leader_pump(rp->lead);
     publish_followers(rp);
     if (!rp->stopped)
         vt_timer_arm(core, &rp->tick, TICK_MS);
@@ -286,27 +290,25 @@ link_of(struct vt_range_repl *rp, uint32_t f)
 
 static int
 op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
-               const uint8_t *bytes, size_t len, uint64_t hwm)
+               const struct iovec *iov, int iovcnt, size_t len, uint64_t hwm)
 {
     struct vt_range_repl *rp = arg;
-    struct vt_repl_append m = {.range = rp->br->ident, .epoch = rp->ra->fencing_epoch,
-                               .expected_base = base, .hwm = hwm, .batches = bytes,
-                               .batches_len = (uint32_t)len};
     (void)end;
+    struct vt_repl_append m = {.range = rp->br->ident, .epoch = rp->ra->fencing_epoch,
+                               .expected_base = base, .hwm = hwm, .batches_len = (uint32_t)len};
     memcpy(m.leader_node, rp->ra->b->cfg->node_uuid, 16);
-    size_t cap = len + 512;
-    uint8_t *buf = malloc(cap);
-    if (buf == NULL)
-        return -EAGAIN;
+    uint8_t head[512];
     struct vt_wr w;
-    vt_wr_init(&w, buf, cap);
-    vt_repl_encode_append(&w, &m);
+    vt_wr_init(&w, head, sizeof(head));
+    vt_repl_encode_append_head(&w, &m);
+    if (!vt_wr_ok(&w))
+        return -EINVAL;
+    struct iovec all[VT_REPL_MAX_IOV + 1];
+    all[0] = (struct iovec){head, w.len};
+    for (int i = 0; i < iovcnt; i++)
+        all[i + 1] = iov[i];
     struct vt_peer_req_tag tag = {.range_idx = rp->ra->idx, .follower = f, .gen = gen};
-    int rc = vt_wr_ok(&w) ? vt_peer_link_send(link_of(rp, f), VT_K_REPL_APPEND, buf,
-                                              w.len, &tag)
-                          : -EINVAL;
-    free(buf);
-    return rc;
+    return vt_peer_link_sendv(link_of(rp, f), VT_K_REPL_APPEND, all, iovcnt + 1, &tag);
 }
 
 static int

@@ -278,11 +278,12 @@ link_on_retry(struct vt_core *core, struct vt_timer *t)
 }
 
 int
-vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload, size_t len,
-                  const struct vt_peer_req_tag *tag)
+vt_peer_link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *iov, int iovcnt,
+                   const struct vt_peer_req_tag *tag)
 {
     if (l == NULL || !l->open)
         return -ENOTCONN;
+    VT_ASSERT(iovcnt >= 0 && iovcnt < VT_PEER_LINK_MAX_IOV);
     bool answered = kind != VT_K_REPL_HWM;
     uint64_t id = ++l->next_id;
     struct link_slot *s = &l->slots[id % LINK_SLOTS];
@@ -292,9 +293,12 @@ vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload,
         return -EAGAIN;
     }
     uint8_t hdr[VT_FRAME_HEADER_BYTES];
-    vt_frame_encode_header(hdr, kind, id, 0, payload, (uint32_t)len);
-    struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
-    int rc = vt_conn_writev(l->conn, iov, len ? 2 : 1);
+    struct iovec all[VT_PEER_LINK_MAX_IOV];
+    vt_frame_encode_header_iov(hdr, kind, id, 0, iov, iovcnt);
+    all[0] = (struct iovec){hdr, sizeof(hdr)};
+    for (int i = 0; i < iovcnt; i++)
+        all[i + 1] = iov[i];
+    int rc = vt_conn_writev(l->conn, all, iovcnt + 1);
     if (rc == -ENOBUFS) {
         l->next_id--;
         l->want_drain = true;
@@ -309,6 +313,14 @@ vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload,
         l->used++;
     }
     return 0;
+}
+
+int
+vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload, size_t len,
+                  const struct vt_peer_req_tag *tag)
+{
+    struct iovec iov = {(void *)payload, len};
+    return vt_peer_link_sendv(l, kind, &iov, len ? 1 : 0, tag);
 }
 
 static int

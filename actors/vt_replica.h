@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "vt_broker.h"
 #include "vt_runtime.h"
@@ -58,6 +59,11 @@ struct vt_peer_req_tag {
  * full: the ranges are pumped when it drains). */
 int vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload, size_t len,
                       const struct vt_peer_req_tag *tag) VT_MUST_USE;
+/* Same, with the payload in up to VT_PEER_LINK_MAX_IOV - 1 pieces (copied
+ * once, into the connection's output buffer). */
+#define VT_PEER_LINK_MAX_IOV 66
+int vt_peer_link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *iov,
+                       int iovcnt, const struct vt_peer_req_tag *tag) VT_MUST_USE;
 
 /* ---- follower side: a request travelling to its range's core ------------- */
 

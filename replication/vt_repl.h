@@ -22,12 +22,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "vt_assert.h"
 #include "vt_epoch_history.h"
 
 #define VT_REPL_MAX_REPLICAS 7u
 #define VT_REPL_MAX_FOLLOWERS (VT_REPL_MAX_REPLICAS - 1u)
+#define VT_REPL_MAX_IOV 64
 
 /* ---- the HWM rule --------------------------------------------------------- */
 
@@ -107,12 +109,13 @@ struct vt_repl_leader_config {
  * stream: the owner hands it back with every answer, and answers carrying an
  * older generation are ignored (they belong to a stream since abandoned). */
 struct vt_repl_leader_ops {
-    /* Send an append of whole batches [base, end) (`len` bytes) carrying the
-     * current HWM. 0 sent (an answer will come: vt_repl_leader_on_append),
+    /* Send an append of whole batches [base, end): `len` bytes in `iovcnt`
+     * pieces (at most VT_REPL_MAX_IOV, valid only during the call) carrying
+     * the current HWM. 0 sent (an answer will come: vt_repl_leader_on_append),
      * -EAGAIN transport full (the owner calls vt_repl_leader_pump when it
      * drains), any other error: treated as a lost stream (resync). */
     int (*send_append)(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
-                       const uint8_t *bytes, size_t len, uint64_t hwm);
+                       const struct iovec *iov, int iovcnt, size_t len, uint64_t hwm);
     /* Send the fence handshake at the leader's epoch with its history. */
     int (*send_fence)(void *arg, uint32_t f, uint64_t gen);
     /* Fire-and-forget HWM update for an idle follower. */

@@ -304,12 +304,12 @@ window_open(const struct vt_repl_leader *l, const struct follower *f)
 
 /* Records a sent append; false if the transport refused it. */
 static bool
-sent(struct vt_repl_leader *l, uint32_t i, uint64_t base, uint64_t end, const uint8_t *bytes,
-     size_t len)
+sent(struct vt_repl_leader *l, uint32_t i, uint64_t base, uint64_t end, const struct iovec *iov,
+     int iovcnt, size_t len)
 {
     struct follower *f = &l->f[i];
     uint64_t hwm = l->hwm;
-    int rc = l->ops.send_append(l->arg, i, f->gen, base, end, bytes, len, hwm);
+    int rc = l->ops.send_append(l->arg, i, f->gen, base, end, iov, iovcnt, len, hwm);
     if (rc == -EAGAIN)
         return false;
     if (rc != 0) {
@@ -326,31 +326,26 @@ sent(struct vt_repl_leader *l, uint32_t i, uint64_t base, uint64_t end, const ui
     return true;
 }
 
-/* Sends buffered entries from index `k`, coalescing contiguous ones into one
- * request up to max_request_bytes. */
+/* Sends buffered entries from index `k`, contiguous ones coalesced into one
+ * request (up to max_request_bytes and VT_REPL_MAX_IOV pieces; never
+ * copied here: the transport gathers them). */
 static bool
 send_from_buffer(struct vt_repl_leader *l, uint32_t i, uint32_t k)
 {
+    struct iovec iov[VT_REPL_MAX_IOV];
     struct rbuf_entry *first = rb_at(l, k);
-    uint64_t resend_end = l->f[i].resend_end; /* [hsim fix] */
+    uint64_t resend_end = l->f[i].resend_end; /* [hsim fix] see struct follower */
     size_t total = first->len;
-    uint32_t n = 1;
-    while (k + n < l->rb_n && total + rb_at(l, k + n)->len <= l->cfg.max_request_bytes &&
-           (first->base >= resend_end || rb_at(l, k + n)->end <= resend_end))
-        total += rb_at(l, k + n++)->len;
-    if (n == 1)
-        return sent(l, i, first->base, first->end, first->bytes, first->len);
-    uint8_t *tmp = malloc(total);
-    if (tmp == NULL)
-        return false;
-    size_t pos = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        memcpy(tmp + pos, rb_at(l, k + j)->bytes, rb_at(l, k + j)->len);
-        pos += rb_at(l, k + j)->len;
+    int n = 1;
+    iov[0] = (struct iovec){first->bytes, first->len};
+    while (k + (uint32_t)n < l->rb_n && n < VT_REPL_MAX_IOV &&
+           total + rb_at(l, k + (uint32_t)n)->len <= l->cfg.max_request_bytes &&
+           (first->base >= resend_end || rb_at(l, k + (uint32_t)n)->end <= resend_end)) {
+        struct rbuf_entry *e = rb_at(l, k + (uint32_t)n);
+        iov[n++] = (struct iovec){e->bytes, e->len};
+        total += e->len;
     }
-    bool ok = sent(l, i, first->base, rb_at(l, k + n - 1)->end, tmp, total);
-    free(tmp);
-    return ok;
+    return sent(l, i, first->base, rb_at(l, k + (uint32_t)n - 1)->end, iov, n, total);
 }
 
 static void
@@ -399,7 +394,8 @@ vt_repl_leader_on_read(struct vt_repl_leader *l, uint32_t i, uint64_t gen, int r
         /* nothing usable: a later pump retries from the same place */
         return;
     }
-    if (!sent(l, i, f->send_next, next, bytes, len))
+    struct iovec iov = {(void *)bytes, len};
+    if (!sent(l, i, f->send_next, next, &iov, 1, len))
         return;
     pump_one(l, i);
 }

@@ -193,6 +193,17 @@ vt_repl_encode_append(struct vt_wr *w, const struct vt_repl_append *m)
     vt_wr_bytes(w, m->batches, m->batches_len);
 }
 
+void
+vt_repl_encode_append_head(struct vt_wr *w, const struct vt_repl_append *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_raw(w, m->leader_node, VT_REPL_NODE_ID_BYTES);
+    vt_wr_u64(w, m->expected_base);
+    vt_wr_u64(w, m->hwm);
+    vt_wr_u32(w, m->batches_len);
+}
+
 /* The batches field: >= 1 whole valid batches, contiguous from
  * expected_base. Sets batch_count and end_offset. */
 static int

@@ -212,6 +212,10 @@ bool vt_repl_error_retryable(uint16_t code);
 /* ---- encoders: write with `w`, check vt_wr_ok(w) once at the end ---------- */
 
 void vt_repl_encode_append(struct vt_wr *w, const struct vt_repl_append *m);
+/* Everything of a kind-60 body up to and including the batches length
+ * (m->batches_len); the caller sends the batch bytes right after it (a
+ * vectored write), so the body equals vt_repl_encode_append's. */
+void vt_repl_encode_append_head(struct vt_wr *w, const struct vt_repl_append *m);
 void vt_repl_encode_append_resp(struct vt_wr *w, const struct vt_repl_append_resp *m);
 void vt_repl_encode_hwm(struct vt_wr *w, const struct vt_repl_hwm *m);
 /* n in 1..VT_REPL_MULTI_MAX (asserted); each entry is a kind-60 body. */

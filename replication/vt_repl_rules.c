@@ -71,26 +71,58 @@ min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+/* The last of a run of entries sharing one start: the epochs before it in
+ * the run are empty (nothing was written under them). */
+static uint32_t
+skip_empty(const struct vt_epoch_entry *e, uint32_t n, uint32_t i)
+{
+    while (i + 1 < n && e[i + 1].start_offset == e[i].start_offset)
+        i++;
+    return i;
+}
+
+/* Pairwise comparison of the two histories with empty epochs left out: an
+ * epoch under which nothing was written says nothing about any offset, and
+ * a follower learns epochs only from the batches it receives, so a leader
+ * epoch that wrote nothing (a restart that was followed by another) is in
+ * the leader's history and never in the follower's. Returns the first
+ * offset that may disagree, or UINT64_MAX; *extra is set when the follower
+ * holds (non-empty) epochs beyond everything the leader's history lists. */
+static uint64_t
+first_disagreement(const struct vt_repl_fence_in *in, bool *extra)
+{
+    uint32_t i = 0, j = 0;
+    *extra = false;
+    for (;;) {
+        i = skip_empty(in->own, in->n_own, i);
+        j = skip_empty(in->leader, in->n_leader, j);
+        if (i >= in->n_own)
+            return UINT64_MAX;
+        if (j >= in->n_leader) {
+            *extra = true;
+            return in->own[i].start_offset;
+        }
+        const struct vt_epoch_entry *a = &in->own[i], *b = &in->leader[j];
+        if (a->epoch != b->epoch || a->start_offset != b->start_offset)
+            return min64(a->start_offset, b->start_offset);
+        i++;
+        j++;
+    }
+}
+
 /* Where the follower's log must end to be a prefix of the leader's. */
 static uint64_t
 agreed_end(const struct vt_repl_fence_in *in, const char **why)
 {
-    uint64_t cut = UINT64_MAX;
-    uint64_t d = 0;
-    enum vt_divergence dv =
-        vt_epoch_history_compare(in->own, in->n_own, in->leader, in->n_leader, &d);
-    if (dv == VT_DIVERGENCE_UNKNOWN) {
+    if (in->n_own == 0 || in->n_leader == 0) {
         *why = "an epoch history is empty: nothing to compare";
         return UINT64_MAX;
     }
-    if (dv == VT_DIVERGENCE_AT) {
-        cut = d;
-        *why = "epoch histories diverge";
-    } else if (in->n_own > in->n_leader) {
-        /* epochs the leader never knew: everything from the first of them */
-        cut = in->own[in->n_leader].start_offset;
-        *why = "follower holds epochs the leader does not know";
-    }
+    bool extra = false;
+    uint64_t cut = first_disagreement(in, &extra);
+    if (cut != UINT64_MAX)
+        *why = extra ? "follower holds epochs the leader does not know"
+                     : "epoch histories diverge";
     uint64_t last = in->own[in->n_own - 1].epoch;
     /* [hsim fix] The follower's newest records are of the caller's own epoch:
      * the caller wrote them and never rewrites an offset within its epoch (a

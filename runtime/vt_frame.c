@@ -50,6 +50,31 @@ vt_frame_encode_header(uint8_t hdr[VT_FRAME_HEADER_BYTES], uint16_t kind, uint64
     vt_be32_put(hdr + VT_FRAME_OFF_CRC, crc);
 }
 
+void
+vt_frame_encode_header_iov(uint8_t hdr[VT_FRAME_HEADER_BYTES], uint16_t kind,
+                           uint64_t request_id, uint64_t stream_id, const struct iovec *iov,
+                           int iovcnt)
+{
+    VT_ASSERT(kind != 0 && iovcnt >= 0);
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    VT_ASSERT(total <= VT_FRAME_ABSOLUTE_MAX_BYTES - VT_FRAME_HEADER_BYTES);
+    memcpy(hdr, VT_FRAME_MAGIC, 4);
+    vt_be16_put(hdr + VT_FRAME_OFF_MAJOR, VT_FRAME_MAJOR);
+    vt_be16_put(hdr + VT_FRAME_OFF_MINOR, VT_FRAME_MINOR);
+    vt_be16_put(hdr + VT_FRAME_OFF_KIND, kind);
+    vt_be16_put(hdr + VT_FRAME_OFF_FLAGS, 0);
+    vt_be64_put(hdr + VT_FRAME_OFF_REQUEST_ID, request_id);
+    vt_be64_put(hdr + VT_FRAME_OFF_STREAM_ID, stream_id);
+    vt_be32_put(hdr + VT_FRAME_OFF_PAYLOAD_LEN, (uint32_t)total);
+    vt_be32_put(hdr + VT_FRAME_OFF_RESERVED, 0);
+    uint32_t crc = vt_crc32c(0, hdr, VT_FRAME_OFF_CRC);
+    for (int i = 0; i < iovcnt; i++)
+        crc = vt_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+    vt_be32_put(hdr + VT_FRAME_OFF_CRC, crc);
+}
+
 size_t
 vt_frame_encode(uint8_t *out, size_t cap, uint16_t kind, uint64_t request_id, uint64_t stream_id,
                 const void *payload, uint32_t payload_len)

@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "vt_assert.h"
 
@@ -79,6 +80,11 @@ size_t vt_frame_encode(uint8_t *out, size_t cap, uint16_t kind, uint64_t request
  * (zero-copy). The CRC covers hdr[0..36) then payload[0..payload_len). */
 void vt_frame_encode_header(uint8_t hdr[VT_FRAME_HEADER_BYTES], uint16_t kind, uint64_t request_id,
                             uint64_t stream_id, const void *payload, uint32_t payload_len);
+
+/* Same, for a payload given in pieces (sent with writev, never joined). */
+void vt_frame_encode_header_iov(uint8_t hdr[VT_FRAME_HEADER_BYTES], uint16_t kind,
+                                uint64_t request_id, uint64_t stream_id, const struct iovec *iov,
+                                int iovcnt);
 
 /* Parses the frame at the start of a receive buffer. max_frame_bytes is the
  * negotiated limit (header included) in [VT_FRAME_MIN_MAX_BYTES,

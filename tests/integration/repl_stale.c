@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -388,7 +389,8 @@ static void
 conn_close(struct rs_conn *c)
 {
     if (c->ssl != NULL) {
-        (void)SSL_shutdown(c->ssl); /* close_notify; the answer is not awaited */
+        if (SSL_is_init_finished(c->ssl))
+            (void)SSL_shutdown(c->ssl); /* close_notify; the answer is not awaited */
         SSL_free(c->ssl);
     }
     if (c->ctx != NULL)
@@ -821,6 +823,7 @@ main(int argc, char **argv)
 {
     static const char *const names[] = {"ok", "fenced", "invalid", "other"};
     struct rs_opts o;
+    signal(SIGPIPE, SIG_IGN); /* a closed connection is an error return, not a signal */
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc > 0 ? RS_EXIT_MATCH : RS_EXIT_USAGE;

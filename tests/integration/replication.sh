@@ -47,6 +47,24 @@ fail() {
 }
 step() { echo "== $* ($SECONDS s)"; }
 
+# Ports below the kernel's ephemeral range (cl_pick_base may choose ports
+# inside it, where any outgoing connection's source port can take one of
+# them before a node binds it). Falls back to cl_pick_base.
+pick_base() {
+    local low b try n off ok
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0)
+    [ "${low:-0}" -ge 12000 ] 2>/dev/null || return 0
+    for try in $(seq 1 50); do
+        b=$((10000 + (RANDOM % ((low - 10100) / 100)) * 100))
+        ok=1
+        for n in 1 2 3; do
+            for off in 0 1 2; do cl_port_free $((b + 10 * n + off)) || ok=0; done
+        done
+        [ "$ok" = 1 ] && { CL_BASE=$b; return 0; }
+        : "$try"
+    done
+}
+
 # --- helpers ---------------------------------------------------------------------------
 ctl() { "$CL_BIN/vtopctl" "$@"; }
 status() { ctl node status --config "$CL_WORK/c$1.yaml" --json --timeout-seconds 5 2>/dev/null; }
@@ -111,6 +129,7 @@ stale_to() {
 
 # --- 1. 100,000 quorum records, byte-exact on every node -------------------------------
 step "1: start 3 nodes, produce 100000 quorum records"
+pick_base
 cl_setup || fail "cluster setup"
 cl_start_all || fail "cluster start"
 for n in 1 2 3; do cl_client_cfg "$n" "$R" "$CL_WORK/c$n.yaml"; done

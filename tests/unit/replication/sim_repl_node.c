@@ -543,9 +543,36 @@ leader_msg(struct sim *s, enum sim_msg_kind kind, uint32_t f, uint64_t gen)
     return m;
 }
 
+/* Gathers an append's pieces; NULL (a failure) if they do not add up to len. */
+static uint8_t *
+gather(struct sim *s, const struct iovec *iov, int iovcnt, size_t len)
+{
+    if (iovcnt < 1 || iovcnt > VT_REPL_MAX_IOV) {
+        sim_fail(s, "core sent an append in %d pieces", iovcnt);
+        return NULL;
+    }
+    uint8_t *b = sim_xrealloc(NULL, len);
+    size_t pos = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > len - pos) {
+            sim_fail(s, "core sent append pieces longer than its length %zu", len);
+            free(b);
+            return NULL;
+        }
+        memcpy(b + pos, iov[i].iov_base, iov[i].iov_len);
+        pos += iov[i].iov_len;
+    }
+    if (pos != len) {
+        sim_fail(s, "core sent append pieces of %zu bytes for a length of %zu", pos, len);
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
 static int
 op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
-               const uint8_t *bytes, size_t len, uint64_t hwm)
+               const struct iovec *iov, int iovcnt, size_t len, uint64_t hwm)
 {
     struct sim *s = arg;
     struct sim_link *k = &s->link[f];
@@ -553,16 +580,21 @@ op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
         sim_fail(s, "core sent an append to follower %u whose link is down", f);
         return -EPIPE;
     }
+    uint8_t *bytes = gather(s, iov, iovcnt, len);
+    if (bytes == NULL)
+        return -EPIPE;
     /* the bytes must be exactly the leader's batches [base, end) */
     uint64_t enc_next = 0;
     size_t n = sim_encode(s, 0, base, end, SIZE_MAX, &enc_next);
     if (enc_next != end || n != len || memcmp(s->scratch, bytes, len) != 0) {
         sim_fail(s, "core sent follower %u bytes that are not the leader's [%llu, %llu)", f,
                  (unsigned long long)base, (unsigned long long)end);
+        free(bytes);
         return -EPIPE;
     }
     if (!s->quiet && sim_chance(s, s->fp.send_err)) {
         s->st->send_errors++;
+        free(bytes);
         return -EPIPE;
     }
     if (k->to_f_inflight >= SIM_LINK_CAP || (!s->quiet && sim_chance(s, s->fp.eagain))) {
@@ -570,6 +602,7 @@ op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
         k->blocked = true;
         if (k->to_f_inflight == 0) /* nothing will drain: the owner retries soon */
             sim_ev_push(s, (struct sim_ev){.at = s->now + 1, .kind = EV_PUMP});
+        free(bytes);
         return -EAGAIN;
     }
     struct sim_msg *m = leader_msg(s, M_APPEND, f, gen);
@@ -577,8 +610,7 @@ op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
     m->end = end;
     m->hwm = hwm;
     m->len = len;
-    m->bytes = sim_xrealloc(NULL, len);
-    memcpy(m->bytes, bytes, len);
+    m->bytes = bytes;
     sim_trace(s, "send f%u append [%llu,%llu) gen %llu hwm %llu", f, (unsigned long long)base,
               (unsigned long long)end, (unsigned long long)gen, (unsigned long long)hwm);
     net_send(s, m, true);

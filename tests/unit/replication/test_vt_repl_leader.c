@@ -30,6 +30,7 @@ struct call {
     uint32_t f;
     uint64_t gen, base, end, hwm, from, to;
     size_t len, cap;
+    int iovcnt;
     uint8_t bytes[BYTES_CAP]; /* prefix of an append's bytes */
 };
 
@@ -73,9 +74,10 @@ record(enum call_kind kind, uint32_t f)
 
 static int
 fake_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
-                 const uint8_t *bytes, size_t len, uint64_t hwm)
+                 const struct iovec *iov, int iovcnt, size_t len, uint64_t hwm)
 {
     assert_ptr_equal(arg, &fk);
+    assert_true(iovcnt >= 1 && iovcnt <= VT_REPL_MAX_IOV);
     int rc = rcq_pop(&fk.append_rc);
     if (rc != 0)
         return rc;
@@ -85,7 +87,15 @@ fake_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t en
     c->end = end;
     c->len = len;
     c->hwm = hwm;
-    memcpy(c->bytes, bytes, len < BYTES_CAP ? len : BYTES_CAP);
+    c->iovcnt = iovcnt;
+    size_t pos = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        assert_true(iov[i].iov_len > 0);
+        for (size_t j = 0; j < iov[i].iov_len; j++, pos++)
+            if (pos < BYTES_CAP)
+                c->bytes[pos] = ((const uint8_t *)iov[i].iov_base)[j];
+    }
+    assert_int_equal(pos, len); /* the pieces add up to the stated length */
     return 0;
 }
 
@@ -787,6 +797,27 @@ test_vt_repl_leader_pump_coalesces_up_to_max_request(void **state)
     vt_repl_leader_free(l);
 }
 
+static void
+test_vt_repl_leader_pump_coalesces_up_to_max_iov(void **state)
+{
+    (void)state;
+    /* 100 one-byte entries, no byte limit to speak of: a request gathers at
+     * most VT_REPL_MAX_IOV of them */
+    struct vt_repl_leader *l = leader_new(1, 16, 0, 0, 1u << 20, 0, 0);
+    for (int i = 0; i < 100; i++)
+        append(l, 1, 1, (uint8_t)i);
+    stream(l, 0, 0, 0);
+    struct call *a = take(C_APPEND);
+    assert_int_equal(a->iovcnt, VT_REPL_MAX_IOV);
+    assert_int_equal(a->end, VT_REPL_MAX_IOV);
+    assert_int_equal(a->bytes[VT_REPL_MAX_IOV - 1], VT_REPL_MAX_IOV - 1);
+    a = take(C_APPEND);
+    assert_int_equal(a->base, VT_REPL_MAX_IOV);
+    assert_int_equal(a->end, 100);
+    assert_int_equal(a->iovcnt, 100 - VT_REPL_MAX_IOV);
+    vt_repl_leader_free(l);
+}
+
 /* ---- transport back-pressure and send errors ------------------------------------ */
 
 static void
@@ -1280,6 +1311,7 @@ main(void)
         T(test_vt_repl_leader_pump_byte_window),
         T(test_vt_repl_leader_pump_window_always_one),
         T(test_vt_repl_leader_pump_coalesces_up_to_max_request),
+        T(test_vt_repl_leader_pump_coalesces_up_to_max_iov),
         T(test_vt_repl_leader_send_append_eagain_then_pump),
         T(test_vt_repl_leader_send_append_error_resyncs),
         T(test_vt_repl_leader_send_append_error_then_fence_error_down),

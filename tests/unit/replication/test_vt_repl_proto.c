@@ -396,6 +396,28 @@ test_vt_repl_decode_append_roundtrip(void **state)
     assert_int_equal(d.end_offset, 106);
 }
 
+/* The head encoder plus the raw batch bytes equal the whole encoder. */
+static void
+test_vt_repl_encode_append_head_matches_whole(void **state)
+{
+    (void)state;
+    struct vt_repl_append m;
+    append_msg(&m, 500, 3, 2);
+    size_t whole = enc_append(&m);
+    uint8_t head[512];
+    struct vt_wr w;
+    vt_wr_init(&w, head, sizeof(head));
+    vt_repl_encode_append_head(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    assert_int_equal(w.len + m.batches_len, whole);
+    assert_memory_equal(buf, head, w.len);
+    assert_memory_equal(buf + w.len, m.batches, m.batches_len);
+    /* a head that does not fit is reported, not truncated silently */
+    vt_wr_init(&w, head, 20);
+    vt_repl_encode_append_head(&w, &m);
+    assert_false(vt_wr_ok(&w));
+}
+
 static void
 test_vt_repl_decode_append_resp_roundtrip(void **state)
 {
@@ -1204,6 +1226,7 @@ main(void)
         cmocka_unit_test(test_vt_repl_encode_overflow_is_reported),
         cmocka_unit_test(test_vt_repl_kind_and_error_names),
         cmocka_unit_test(test_vt_repl_decode_append_random_roundtrip),
+        cmocka_unit_test(test_vt_repl_encode_append_head_matches_whole),
         cmocka_unit_test(test_vt_repl_decode_random_flips),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);

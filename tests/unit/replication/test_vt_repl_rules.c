@@ -411,21 +411,32 @@ static void
 test_vt_repl_fence_plan_empty_epochs_must_match(void **state)
 {
     (void)state;
-    /* The leader restarted twice at 20 (epoch 3 wrote nothing). A follower
-     * that mirrors the leader's history agrees; one that skipped the empty
-     * epoch is cut at 20 even though its records are the leader's: followers
-     * must adopt the leader's entries, not derive them from batch epochs. */
+    /* The leader restarted at 20 three times (epochs 2 and 3 wrote nothing).
+     * A follower learns epochs from the batches it receives, so its history
+     * lacks the empty epochs: the comparison leaves them out, and a follower
+     * holding exactly the leader's records is not cut. */
     const struct vt_epoch_entry ldr[] = {E(1, 0), E(2, 20), E(3, 20), E(4, 20)};
     const struct vt_epoch_entry mirror[] = {E(1, 0), E(2, 20), E(3, 20), E(4, 20)};
     const struct vt_epoch_entry skipped[] = {E(1, 0), E(2, 20), E(4, 20)};
+    const struct vt_epoch_entry batches[] = {E(1, 0), E(4, 20)};
     struct vt_repl_fence_plan p;
     struct vt_repl_fence_in in = fence_in(4, mirror, 4, 35, 25, 4, ldr, 4, 40);
     assert_int_equal(vt_repl_fence_plan(&in, &p), 0);
     assert_false(p.truncate);
     in = fence_in(4, skipped, 3, 35, 0, 4, ldr, 4, 40);
     assert_int_equal(vt_repl_fence_plan(&in, &p), 0);
+    assert_false(p.truncate);
+    in = fence_in(4, batches, 2, 35, 0, 4, ldr, 4, 40);
+    assert_int_equal(vt_repl_fence_plan(&in, &p), 0);
+    assert_false(p.truncate);
+    /* an empty epoch does not hide a real divergence: the follower wrote
+     * 15.. under an old epoch 2 the leader's log does not have */
+    const struct vt_epoch_entry old[] = {E(1, 0), E(2, 15)};
+    const struct vt_epoch_entry ldr2[] = {E(1, 0), E(3, 10), E(4, 10)};
+    in = fence_in(2, old, 2, 30, 0, 4, ldr2, 3, 40);
+    assert_int_equal(vt_repl_fence_plan(&in, &p), 0);
     assert_true(p.truncate);
-    assert_int_equal(p.cut, 20);
+    assert_int_equal(p.cut, 10);
 }
 
 static void

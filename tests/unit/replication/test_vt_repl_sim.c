@@ -6,10 +6,11 @@
  *
  * Replay: VT_TEST_SEED=<seed> runs only that seed (VT_SIM_RF=3|5 picks the
  * replication factor, default both; VT_SIM_TRACE=1 prints every event).
- * Variants for exploring follower designs (off by default; see sim_repl.h):
- * VT_SIM_HISTORY=batches (followers learn their epoch history from batch
- * epochs instead of adopting the leader's at a fence), VT_SIM_MARKER=1 (a
- * new leader first writes a one-record epoch marker batch). */
+ * Followers learn their epoch history from the epochs of the batches they
+ * write, as the node's followers do (actors/vt_range_follow.c). Variants for
+ * exploring other designs (see sim_repl.h): VT_SIM_HISTORY=adopt (followers
+ * adopt the leader's history at a fence), VT_SIM_MARKER=1 (a new leader
+ * first writes a one-record epoch marker batch). */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +40,7 @@ run_seeds(uint32_t rf, uint64_t first, uint32_t n)
     const char *env_rf = getenv("VT_SIM_RF");
     bool trace = getenv("VT_SIM_TRACE") != NULL && atoi(getenv("VT_SIM_TRACE")) != 0;
     const char *hist = getenv("VT_SIM_HISTORY");
-    bool from_batches = hist != NULL && strcmp(hist, "batches") == 0;
+    bool from_batches = hist == NULL || strcmp(hist, "adopt") != 0;
     bool marker = getenv("VT_SIM_MARKER") != NULL && atoi(getenv("VT_SIM_MARKER")) != 0;
     if (env != NULL) {
         first = strtoull(env, NULL, 0);

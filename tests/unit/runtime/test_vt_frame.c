@@ -444,6 +444,25 @@ test_vt_frame_parse_back_to_back(void **state)
     assert_int_equal(frames, 2);
 }
 
+/* A header computed over pieces equals the one over the joined payload. */
+static void
+test_vt_frame_encode_header_iov_matches_contiguous(void **state)
+{
+    (void)state;
+    uint8_t payload[300];
+    for (size_t i = 0; i < sizeof(payload); i++)
+        payload[i] = (uint8_t)(i * 7 + 1);
+    uint8_t a[VT_FRAME_HEADER_BYTES], b[VT_FRAME_HEADER_BYTES];
+    vt_frame_encode_header(a, 60, 42, 9, payload, sizeof(payload));
+    struct iovec iov[3] = {{payload, 1}, {payload + 1, 200}, {payload + 201, 99}};
+    vt_frame_encode_header_iov(b, 60, 42, 9, iov, 3);
+    assert_memory_equal(a, b, sizeof(a));
+    /* an empty payload: no pieces */
+    vt_frame_encode_header(a, 62, 1, 0, NULL, 0);
+    vt_frame_encode_header_iov(b, 62, 1, 0, NULL, 0);
+    assert_memory_equal(a, b, sizeof(a));
+}
+
 static void
 test_vt_frame_negotiate_max_bounds(void **state)
 {
@@ -485,6 +504,7 @@ main(void)
         cmocka_unit_test(test_vt_frame_decode_exact_trailing_bytes),
         cmocka_unit_test(test_vt_frame_parse_back_to_back),
         cmocka_unit_test(test_vt_frame_negotiate_max_bounds),
+        cmocka_unit_test(test_vt_frame_encode_header_iov_matches_contiguous),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
