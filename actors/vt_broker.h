@@ -120,6 +120,7 @@ struct vt_broker_core {
     struct vt_session *session_list; /* every live session of this core */
     bool shutting_down;
     struct vt_replica_core *repl;   /* the replica plane on this core (vt_replica.c) */
+    uint64_t repl_retransmit_bytes; /* all led ranges' retransmission buffers on this core */
 };
 
 #endif

@@ -166,6 +166,7 @@ static const struct vt_cfg_field repl_fields[] = {
     VT_CFG_U32_F(RP, window_requests, "window_requests", false, 1, 256),
     VT_CFG_SIZE_F(RP, window_bytes, "window", false, 4096, 1ull << 30),
     VT_CFG_SIZE_F(RP, retransmit_bytes, "retransmit", false, 4096, 1ull << 32),
+    VT_CFG_SIZE_F(RP, retransmit_core_bytes, "retransmit_per_core", false, 4096, 1ull << 36),
     VT_CFG_U32_F(RP, max_connection_requests, "max_connection_requests", false, 1, 65536),
 };
 #undef RP
@@ -353,6 +354,7 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                                     .window_requests = 16,
                                                     .window_bytes = 4ull << 20,
                                                     .retransmit_bytes = 8ull << 20,
+                                                    .retransmit_core_bytes = 64ull << 20,
                                                     .max_connection_requests = 1024};
     cfg->budgets = (struct vt_node_budgets){.connection_bytes = 64ull << 20,
                                             .range_bytes = 64ull << 20,

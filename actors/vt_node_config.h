@@ -91,6 +91,7 @@ struct vt_node_replication {
     uint32_t window_requests;     /* appends in flight per follower */
     uint64_t window_bytes;        /* bytes in flight per follower */
     uint64_t retransmit_bytes;    /* per led range */
+    uint64_t retransmit_core_bytes; /* all led ranges of one core together */
     uint32_t max_connection_requests; /* follower side: requests queued per connection */
 };
 

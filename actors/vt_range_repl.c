@@ -519,6 +519,9 @@ leader_begun(struct vt_rlog *l, int rc, void *arg)
                                        .window_requests = cfg->replication.window_requests,
                                        .window_bytes = cfg->replication.window_bytes,
                                        .retransmit_bytes = cfg->replication.retransmit_bytes,
+                                       .shared_bytes =
+                                           &ra->b->cores[vt_core_id(rp->core)]->repl_retransmit_bytes,
+                                       .shared_limit = cfg->replication.retransmit_core_bytes,
                                        .max_request_bytes = (uint32_t)cfg->limits.max_batch_bytes};
     rp->lead = vt_repl_leader_new(&lc, &leader_ops, rp, vt_rlog_next_offset(l),
                                   vt_rlog_committed(l));

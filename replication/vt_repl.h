@@ -102,6 +102,11 @@ struct vt_repl_leader_config {
     uint32_t window_requests;    /* appends in flight per follower; 0 = 16 */
     uint64_t window_bytes;       /* bytes in flight per follower; 0 = 4 MiB */
     uint64_t retransmit_bytes;   /* retransmission buffer; 0 = 8 MiB */
+    /* Optional shared bound: every leader on one core adds its buffered
+     * bytes to *shared_bytes (owned by that core) and evicts its own oldest
+     * entries while the total exceeds shared_limit (keeping its newest). */
+    uint64_t *shared_bytes;
+    uint64_t shared_limit;
     uint32_t max_request_bytes;  /* batches per append request; 0 = 1 MiB */
 };
 

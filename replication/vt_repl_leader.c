@@ -93,6 +93,8 @@ rb_pop(struct vt_repl_leader *l)
 {
     struct rbuf_entry *e = &l->rb[l->rb_head];
     l->rb_bytes -= e->len;
+    if (l->cfg.shared_bytes != NULL)
+        *l->cfg.shared_bytes -= e->len;
     free(e->bytes);
     e->bytes = NULL;
     l->rb_head = (l->rb_head + 1) % l->rb_cap;
@@ -172,7 +174,11 @@ vt_repl_leader_append(struct vt_repl_leader *l, uint64_t base, uint64_t end,
                                              .bytes = copy};
     l->rb_n++;
     l->rb_bytes += len;
-    while (l->rb_n > 1 && l->rb_bytes > l->cfg.retransmit_bytes)
+    if (l->cfg.shared_bytes != NULL)
+        *l->cfg.shared_bytes += len;
+    while (l->rb_n > 1 && (l->rb_bytes > l->cfg.retransmit_bytes ||
+                           (l->cfg.shared_bytes != NULL &&
+                            *l->cfg.shared_bytes > l->cfg.shared_limit)))
         rb_pop(l);
     l->next = end;
     vt_repl_leader_pump(l);

@@ -902,6 +902,33 @@ test_vt_repl_leader_append_evicts_oldest(void **state)
     vt_repl_leader_free(l);
 }
 
+/* Two leaders on one core share a bound: each evicts its own oldest entries
+ * while the total is over it, and the shared count returns to 0 on free. */
+static void
+test_vt_repl_leader_append_shared_bound(void **state)
+{
+    (void)state;
+    uint64_t shared = 0;
+    struct vt_repl_leader_config cfg = {.n_followers = 1, .retransmit_bytes = 1000,
+                                        .shared_bytes = &shared, .shared_limit = 100};
+    struct vt_repl_leader *a = vt_repl_leader_new(&cfg, &fake_ops, &fk, 0, 0);
+    struct vt_repl_leader *b = vt_repl_leader_new(&cfg, &fake_ops, &fk, 0, 0);
+    assert_non_null(a);
+    assert_non_null(b);
+    append(a, 1, 40, 1);
+    append(a, 1, 40, 2);
+    assert_int_equal(shared, 80);
+    append(b, 1, 40, 3); /* 120 > 100, but b holds only its newest: kept */
+    assert_int_equal(vt_repl_leader_buffered_bytes(b), 40);
+    append(a, 1, 40, 4); /* a evicts its oldest until the total fits */
+    assert_int_equal(vt_repl_leader_buffered_bytes(a), 40);
+    assert_int_equal(shared, 80);
+    vt_repl_leader_free(a);
+    assert_int_equal(shared, 40);
+    vt_repl_leader_free(b);
+    assert_int_equal(shared, 0);
+}
+
 static void
 test_vt_repl_leader_pump_behind_buffer_reads_log(void **state)
 {
@@ -1286,6 +1313,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_vt_repl_leader_new_starts_down),
+        T(test_vt_repl_leader_append_shared_bound),
         T(test_vt_repl_leader_new_default_windows),
         T(test_vt_repl_leader_new_default_request_window),
         T(test_vt_repl_leader_new_window_requests_clamped),
