@@ -23,10 +23,17 @@ cl_uuid() { printf '00000000-0000-4000-8000-%012d' "$1"; }
 
 cl_port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Ports come from below the kernel's ephemeral range, so an outgoing
+# connection (ours or anyone's) cannot take one between the check and the bind.
 cl_pick_base() {
-    local try base ok n off
+    local try base ok n off lo=32768 span
+    if [ -r /proc/sys/net/ipv4/ip_local_port_range ]; then
+        read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+    fi
+    span=$(((lo - 10100) / 100))
+    [ "$span" -ge 1 ] || span=1
     for try in $(seq 1 50); do
-        base=$((20000 + (RANDOM % 400) * 100))
+        base=$((10000 + (RANDOM % span) * 100))
         ok=1
         for n in 1 2 3; do
             for off in 0 1 2; do
