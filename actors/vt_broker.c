@@ -438,6 +438,7 @@ shutdown_msg(struct vt_core *core, const struct vt_msg *m)
     }
     vt_session_close_all(bc);
     vt_replica_core_stop(b, core);
+    atomic_fetch_add(&b->cores_shut, 1);
     for (uint32_t i = 0; i < b->n_ranges; i++) {
         struct vt_range_actor *ra = b->ranges[i].actor;
         if (b->ranges[i].core != vt_core_id(core))
@@ -466,7 +467,10 @@ vt_broker_shutdown(struct vt_broker *b)
 bool
 vt_broker_drained(const struct vt_broker *b)
 {
-    return atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0 &&
+    /* every core must have run its shutdown (closed its listeners) too:
+     * ranges and sessions may all live on other cores */
+    return atomic_load(&b->cores_shut) == vt_runtime_cores(b->rt) &&
+           atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0 &&
            atomic_load(&b->repl_conns) == 0;
 }
 

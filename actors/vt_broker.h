@@ -77,6 +77,7 @@ struct vt_broker {
     int health_native, health_ranges;
     _Atomic uint32_t ranges_ready;
     _Atomic uint32_t ranges_closed;
+    _Atomic uint32_t cores_shut;     /* cores that ran their shutdown step */
     _Atomic uint32_t listeners_ready;
     _Atomic uint32_t sessions_open; /* all cores; for shutdown progress only */
     _Atomic int start_failed;

@@ -20,7 +20,7 @@
 #include "vt_content.h"
 #include "vt_file.h"
 
-/* Consecutive retryable refusals (Overloaded, Storage) before giving up. */
+/* Default consecutive retryable refusals (Overloaded, Storage) before giving up. */
 #define PRODUCE_MAX_RETRIES 100u
 #define PRODUCE_BACKOFF_FIRST_MS 5u
 #define PRODUCE_BACKOFF_MAX_MS 500u
@@ -31,7 +31,7 @@
 static const char produce_usage[] =
     "usage: vtopctl produce --config CLIENT.yaml --records N [--batch B] [--value-bytes V]\n"
     "                       [--first-sequence S] [--durability local|quorum]\n"
-    "                       [--acked-file PATH] [--inflight K] [--json]\n"
+    "                       [--acked-file PATH] [--inflight K] [--max-retries R] [--json]\n"
     "\n"
     "Produces N records to the range in CLIENT.yaml. Record k (k = S, S+1, ...)\n"
     "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
@@ -48,6 +48,8 @@ static const char produce_usage[] =
     "  --acked-file PATH     after every acknowledged batch, atomically replace\n"
     "                        PATH with the acknowledged record count\n"
     "  --inflight K          batches in flight (default 32, capped by the node)\n"
+    "  --max-retries R       consecutive retryable refusals (Overloaded, Storage;\n"
+    "                        e.g. quorum not reached) before giving up (default 100)\n"
     "  --json                print the result as one JSON object\n"
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
@@ -64,6 +66,7 @@ struct produce_opts {
     uint8_t durability;
     const char *acked_file;
     uint64_t inflight;
+    uint64_t max_retries;
     bool json;
 };
 
@@ -120,6 +123,7 @@ parse_one(int c, struct produce_opts *o)
     case 'd': return parse_durability(optarg, &o->durability);
     case 'a': o->acked_file = optarg; return 0;
     case 'k': return ctl_opt_u64(u, "--inflight", optarg, 1, 4096, &o->inflight);
+    case 'r': return ctl_opt_u64(u, "--max-retries", optarg, 0, 1000000, &o->max_retries);
     case 'j': o->json = true; return 0;
     default: return -1;
     }
@@ -138,12 +142,13 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         {"durability", required_argument, NULL, 'd'},
         {"acked-file", required_argument, NULL, 'a'},
         {"inflight", required_argument, NULL, 'k'},
+        {"max-retries", required_argument, NULL, 'r'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct produce_opts){.batch = 128, .value_bytes = 128, .durability = VT_DUR_LOCAL,
-                               .inflight = 32};
+                               .inflight = 32, .max_retries = PRODUCE_MAX_RETRIES};
     ctl_opt_reset();
     int c;
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
@@ -287,9 +292,9 @@ rewind_after_refusal(struct produce_run *r)
     char first_err[600];
     snprintf(first_err, sizeof(first_err), "%s", vt_client_last_error(r->client));
     slot_pop(r);
-    if (++r->retry_streak > PRODUCE_MAX_RETRIES) {
+    if (++r->retry_streak > r->o->max_retries) {
         char msg[700];
-        snprintf(msg, sizeof(msg), "gave up after %u retries: %s", PRODUCE_MAX_RETRIES,
+        snprintf(msg, sizeof(msg), "gave up after %" PRIu64 " retries: %s", r->o->max_retries,
                  first_err);
         return finish_error(r, CTL_EXIT_FAIL, msg);
     }

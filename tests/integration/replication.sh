@@ -10,7 +10,11 @@
 #      records on follower 2 at its held epoch as "node 1"; the restarted
 #      leader's fence truncates them and node 2 matches the leader again;
 #   5. stale epochs: an append and a fence at epoch 1 are refused (Fenced),
-#      as is an append from a node that is not the leader.
+#      as is an append from a node that is not the leader;
+#   6. quorum loss fails closed: with both followers down a quorum produce
+#      is refused (retryable) after the quorum timeout and the HWM does not
+#      move; once they are back, the retry is acknowledged and every record
+#      is on all three nodes.
 # Usage: replication.sh BIN_DIR SOURCE_DIR [REPL_STALE]. Processes are
 # stopped by PID. Exit 0 pass, 1 fail, 77 skip.
 # shellcheck disable=SC2317  # helpers run through wait_for and the EXIT trap
@@ -243,6 +247,24 @@ for n in 2 3; do
     fi
 done
 [ "$(field "$(status 1)" hwm)" -eq "$total" ] || fail "leader HWM moved: $(status 1)"
+
+# --- 6. quorum loss fails closed ----------------------------------------------------------
+step "6: both followers down: quorum produce refused, HWM unchanged"
+cl_kill 2 KILL
+cl_kill 3 KILL
+out=$(produce 100 "$total" --max-retries 0 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "produce without a quorum exited $rc (want 1): $out"
+printf '%s\n' "$out" | grep -q 'quorum not reached' || fail "no quorum refusal: $out"
+printf '%s\n' "$out" | grep -q 'acked_total=0' || fail "something was acknowledged: $out"
+[ "$(field "$(status 1)" hwm)" -eq "$total" ] || fail "HWM moved without a quorum: $(status 1)"
+cl_start 2 || fail "node 2 restart"
+cl_start 3 || fail "node 3 restart"
+wait_for "the leader to stream to both followers again" streaming 2 3
+out=$(produce 100 "$total" 2>&1) || fail "retry after the quorum came back: $out"
+printf '%s\n' "$out" | grep -q '^produce_done acked_total=100 ' || fail "retry: $out"
+total=$((total + 100))
+verify_all "$total"
 
 for n in 1 2 3; do cl_stop "$n" || fail "node $n did not stop cleanly (exit $?)"; done
 echo "PASS ($SECONDS s)"

@@ -227,10 +227,22 @@ struct load_core {
     uint64_t next_expected; /* from the peer */
     uint64_t got;
     uint64_t calls_sent, replies_got;
-    bool ok;
+    bool ok, replies_done;
 };
 static struct load_core lc[2];
 static _Atomic int load_finished;
+static _Atomic int load_replied; /* cores whose calls were all sent and answered */
+
+/* Once per core: every post sent and every call answered. The test stops
+ * the runtime only after this, so no reply is still in a ring. */
+static void
+load_check_replied(struct load_core *me)
+{
+    if (!me->replies_done && me->sent == LOAD_MSGS && me->replies_got == me->calls_sent) {
+        me->replies_done = true;
+        atomic_fetch_add(&load_replied, 1);
+    }
+}
 
 static void
 h_load_reply(struct vt_core *c, const struct vt_msg *m)
@@ -238,6 +250,7 @@ h_load_reply(struct vt_core *c, const struct vt_msg *m)
     struct load_core *me = &lc[vt_core_id(c)];
     (void)m;
     me->replies_got++;
+    load_check_replied(me);
 }
 
 static void
@@ -274,6 +287,7 @@ load_pump(struct vt_core *c, struct vt_timer *t)
     }
     if (me->sent < LOAD_MSGS || me->replies_got < me->calls_sent)
         vt_timer_arm(c, t, vt_test_rand(&me->rng) % 2);
+    load_check_replied(me);
 }
 
 static void
@@ -294,10 +308,12 @@ test_core_post_preserves_order_under_seeded_load(void **state)
     uint64_t seed = vt_test_seed("ordering under load");
     memset(lc, 0, sizeof(lc));
     atomic_store(&load_finished, 0);
+    atomic_store(&load_replied, 0);
     struct vt_runtime *rt = vt_test_runtime(2, 256);
     assert_int_equal(vt_runtime_start(rt, load_start, &seed), 0);
     uint64_t end = vt_clock_mono_ms() + 60000;
-    while (atomic_load(&load_finished) < 2 && vt_clock_mono_ms() < end)
+    while ((atomic_load(&load_finished) < 2 || atomic_load(&load_replied) < 2) &&
+           vt_clock_mono_ms() < end)
         usleep(1000);
     vt_test_runtime_finish(rt);
     for (int i = 0; i < 2; i++) {
