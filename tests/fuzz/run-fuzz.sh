@@ -38,7 +38,7 @@ fi
 
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -msse4.2 -mpclmul -Wall -Wextra
         -Wno-unknown-warning-option -I"$SRC/runtime" -I"$SRC/log" -I"$SRC/replication"
-        -I"$BSSL_INC")
+        -I"$SRC/meta" -I"$BSSL_INC")
 LIBS=(-L"$BSSL_LIB" -Wl,-rpath,"$BSSL_LIB" -lcrypto -lpthread)
 COMMON=("$SRC/runtime/vt_crc32c.c" "$SRC/runtime/vt_codec.c" "$SRC/log/vt_batch.c"
         "$SRC/log/vt_log_types.c" "$SRC/log/vt_manifest.c" "$SRC/tests/fuzz/fuzz_stubs.c")
@@ -46,6 +46,14 @@ SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 # repl_proto also needs the replica-plane codecs and the epoch list codec.
 REPL=("$SRC/replication/vt_repl_proto.c" "$SRC/log/vt_epoch_history.c" "$SRC/log/vt_fsutil.c"
       "$SRC/runtime/vt_file.c" "$SRC/runtime/vt_diag.c")
+# meta_wire needs the meta peer-plane codec, the frame codec and libraft.
+META=("$SRC/meta/vt_meta_wire.c" "$SRC/runtime/vt_frame.c")
+targets=(batch manifest repl_proto)
+if [ -e /usr/include/raft.h ]; then
+    targets+=(meta_wire)
+else
+    echo "note: libraft (libraft-dev) not installed: fuzz_meta_wire skipped"
+fi
 
 if ! "$CLANG" "${CFLAGS[@]}" "${COMMON[@]}" "$SRC/tests/fuzz/fuzz_seeds.c" "${LIBS[@]}" \
         -o "$out/fuzz_seeds"; then
@@ -59,17 +67,30 @@ if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_REPL_SEEDS "${COMMON[@]}" "${REPL[@]}" \
     exit 1
 fi
 
+# So is the meta_wire one.
+if [[ " ${targets[*]} " == *" meta_wire "* ]] &&
+    ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_META_WIRE_SEEDS "${COMMON[@]}" "${META[@]}" \
+        "$SRC/tests/fuzz/fuzz_meta_wire.c" "${LIBS[@]}" -lraft -o "$out/fuzz_meta_wire_seeds"; then
+    echo "FAIL: building the meta_wire seed writer"
+    exit 1
+fi
+
 status=0
-for target in batch manifest repl_proto; do
+for target in "${targets[@]}"; do
     bin=$out/fuzz_$target
     extra=()
+    extra_libs=()
     seeder=("$out/fuzz_seeds" "$target")
     if [ "$target" = repl_proto ]; then
         extra=("${REPL[@]}")
         seeder=("$out/fuzz_repl_proto_seeds")
+    elif [ "$target" = meta_wire ]; then
+        extra=("${META[@]}")
+        extra_libs=(-lraft)
+        seeder=("$out/fuzz_meta_wire_seeds")
     fi
     if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "${extra[@]}" \
-            "$SRC/tests/fuzz/fuzz_$target.c" "${LIBS[@]}" -o "$bin"; then
+            "$SRC/tests/fuzz/fuzz_$target.c" "${LIBS[@]}" "${extra_libs[@]}" -o "$bin"; then
         echo "FAIL: building fuzz_$target"
         exit 1
     fi
