@@ -230,9 +230,8 @@ complete_open(struct vt_meta_io *m, struct vt_meta_io_job *j)
         m->info = j->info_out;
         m->state = VT_META_IO_ST_PREPARED;
     } else {
-        char *e = m->rio->errmsg;
-        snprintf(e, sizeof(m->rio->errmsg), "open: ");
-        strncat(e, j->err, sizeof(m->rio->errmsg) - strlen(e) - 1);
+        snprintf(m->rio->errmsg, sizeof(m->rio->errmsg), "open: %.*s",
+                 (int)(sizeof(m->rio->errmsg) - 7), j->err);
         if (m->state == VT_META_IO_ST_PREPARING)
             m->state = VT_META_IO_ST_INIT;
     }
