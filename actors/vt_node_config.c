@@ -1,11 +1,13 @@
 /* The vtop-node YAML schema (see vt_node_config.h and docs/OPERATIONS.md). */
 #include "vt_node_config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vt_log_types.h"
+#include "vt_tls.h"
 
 static int
 runtime_validate(void *obj, char *msg, size_t msg_len)
@@ -197,6 +199,121 @@ static const struct vt_cfg_field budget_fields[] = {
 static const struct vt_cfg_schema budget_schema = {
     .name = "budgets", .fields = budget_fields, .n_fields = VT_ARRAY_LEN(budget_fields)};
 
+
+/* ---- meta: the metadata Raft role ---------------------------------------- */
+
+static bool
+numeric_host(const char *host)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+static bool
+same_hostport(const struct vt_cfg_hostport *a, const struct vt_cfg_hostport *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+static int
+meta_peer_validate(void *obj, char *msg, size_t msg_len)
+{
+    const struct vt_node_meta_peer *p = obj;
+    if (!numeric_host(p->address.host)) {
+        snprintf(msg, msg_len, "address host '%s' must be a numeric IPv4/IPv6 address (no DNS "
+                 "on a reactor)", p->address.host);
+        return -EINVAL;
+    }
+    if (p->cn != NULL && !vt_tls_cn_valid(p->cn)) {
+        snprintf(msg, msg_len, "cn '%s' is not a UUID or a decimal id", p->cn);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+#define MP struct vt_node_meta_peer
+static const struct vt_cfg_field meta_peer_fields[] = {
+    VT_CFG_U64_F(MP, id, "id", true, 1, UINT64_MAX),
+    VT_CFG_HOSTPORT_F(MP, address, "address", true, 1, 65535),
+    VT_CFG_STR_F(MP, cn, "cn", false, 1, VT_TLS_CN_MAX),
+    VT_CFG_HOSTPORT_F(MP, admin_address, "admin_address", false, 1, 65535,
+                      VT_CFG_PRESENT(MP, has_admin_address)),
+};
+#undef MP
+static const struct vt_cfg_schema meta_peer_schema = {.name = "meta peer",
+                                                      .fields = meta_peer_fields,
+                                                      .n_fields = VT_ARRAY_LEN(meta_peer_fields),
+                                                      .validate = meta_peer_validate};
+
+/* Rules inside the meta block (the ones that need the whole file are in
+ * meta_cross_validate). */
+static int
+meta_validate(void *obj, char *msg, size_t msg_len)
+{
+    const struct vt_node_meta *m = obj;
+    if (!numeric_host(m->listen.host) || !numeric_host(m->admin_listen.host)) {
+        snprintf(msg, msg_len, "listen and admin_listen hosts must be numeric IPv4/IPv6 "
+                 "addresses");
+        return -EINVAL;
+    }
+    if (same_hostport(&m->listen, &m->admin_listen)) {
+        snprintf(msg, msg_len, "listen and admin_listen must differ");
+        return -EINVAL;
+    }
+    if (m->heartbeat_timeout_ms * 2 > m->election_timeout_ms) {
+        snprintf(msg, msg_len, "heartbeat_timeout (%llu ms) must be at most half of "
+                 "election_timeout (%llu ms)", (unsigned long long)m->heartbeat_timeout_ms,
+                 (unsigned long long)m->election_timeout_ms);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < m->n_peers; i++) {
+        const struct vt_node_meta_peer *p = &m->peers[i];
+        if (p->id == m->id && !same_hostport(&p->address, &m->listen)) {
+            snprintf(msg, msg_len, "peers[%u] is this server (id %llu) but its address is not "
+                     "meta.listen", i, (unsigned long long)p->id);
+            return -EINVAL;
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (m->peers[j].id == p->id) {
+                snprintf(msg, msg_len, "peers[%u] repeats the id of peers[%u]", i, j);
+                return -EINVAL;
+            }
+            if (same_hostport(&m->peers[j].address, &p->address)) {
+                snprintf(msg, msg_len, "peers[%u] repeats the address of peers[%u]", i, j);
+                return -EINVAL;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->n_operators; i++)
+        if (!vt_tls_cn_valid(m->operators[i])) {
+            snprintf(msg, msg_len, "operators[%u] '%s' is not a UUID or a decimal id (a "
+                     "certificate CN)", i, m->operators[i]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+#define MT struct vt_node_meta
+static const struct vt_cfg_field meta_fields[] = {
+    VT_CFG_U64_F(MT, id, "id", true, 1, UINT64_MAX),
+    VT_CFG_HOSTPORT_F(MT, listen, "listen", true, 1, 65535),
+    VT_CFG_HOSTPORT_F(MT, admin_listen, "admin_listen", true, 1, 65535),
+    VT_CFG_STR_F(MT, dir, "dir", false, 1, 4000),
+    VT_CFG_LIST_F(MT, peers, n_peers, "peers", false, &meta_peer_schema,
+                  VT_NODE_META_MAX_PEERS),
+    VT_CFG_U32_F(MT, core, "core", false, 0, 255),
+    VT_CFG_DURATION_F(MT, election_timeout_ms, "election_timeout", false, 20, 60000),
+    VT_CFG_DURATION_F(MT, heartbeat_timeout_ms, "heartbeat_timeout", false, 5, 30000),
+    VT_CFG_U32_F(MT, snapshot_threshold, "snapshot_threshold", false, 16, 1u << 24),
+    VT_CFG_STRLIST_F(MT, operators, n_operators, "operators", false, VT_NODE_META_MAX_OPERATORS,
+                     VT_CFG_PRESENT(MT, has_operators)),
+};
+#undef MT
+static const struct vt_cfg_schema meta_schema = {.name = "meta",
+                                                 .fields = meta_fields,
+                                                 .n_fields = VT_ARRAY_LEN(meta_fields),
+                                                 .validate = meta_validate};
+
 #define NC struct vt_node_config
 static const struct vt_cfg_field node_fields[] = {
     VT_CFG_U64_F(NC, node_id, "node_id", true, 1, UINT64_MAX),
@@ -217,6 +334,8 @@ static const struct vt_cfg_field node_fields[] = {
              VT_CFG_PRESENT(NC, has_replication)),
     VT_CFG_F(NC, limits, "limits", VT_CFG_BLOCK, false, 0, 0, .sub = &limits_schema),
     VT_CFG_F(NC, budgets, "budgets", VT_CFG_BLOCK, false, 0, 0, .sub = &budget_schema),
+    VT_CFG_F(NC, meta, "meta", VT_CFG_BLOCK, false, 0, 0, .sub = &meta_schema,
+             VT_CFG_PRESENT(NC, has_meta)),
 };
 #undef NC
 static const struct vt_node_peer *
@@ -273,11 +392,45 @@ replication_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
     return 0;
 }
 
+/* The meta role against the rest of the file. */
+static int
+meta_cross_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
+{
+    const struct vt_node_meta *m = &c->meta;
+    if (!c->has_meta)
+        return 0;
+    if (!c->has_tls) {
+        snprintf(msg, msg_len, "meta needs a tls block (its peer and admin planes are mutual "
+                 "TLS; the certificate CN is the decimal meta.id)");
+        return -EINVAL;
+    }
+    if (c->runtime.cores != 0 && m->core >= c->runtime.cores) {
+        snprintf(msg, msg_len, "meta.core %u is not one of the %u runtime cores", m->core,
+                 c->runtime.cores);
+        return -EINVAL;
+    }
+    const struct vt_cfg_hostport *mine[2] = {&m->listen, &m->admin_listen};
+    const struct vt_cfg_hostport *other[3] = {&c->observability.listen,
+                                              c->has_native ? &c->native.listen : NULL,
+                                              c->has_replication ? &c->replication.listen : NULL};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            if (other[j] && same_hostport(mine[i], other[j])) {
+                snprintf(msg, msg_len, "meta.%s %s:%u is already used by another listener",
+                         i == 0 ? "listen" : "admin_listen", mine[i]->host, mine[i]->port);
+                return -EINVAL;
+            }
+    return 0;
+}
+
 /* Cross-field rules for the whole file. */
 static int
 node_validate(void *obj, char *msg, size_t msg_len)
 {
     const struct vt_node_config *c = obj;
+    int mrc = meta_cross_validate(c, msg, msg_len);
+    if (mrc != 0)
+        return mrc;
     if (c->has_replication && (!c->has_tls || !c->has_node_uuid)) {
         snprintf(msg, msg_len, "replication needs a tls block and node_uuid (peers "
                  "authenticate by the node certificate's CN)");
@@ -360,7 +513,19 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                             .range_bytes = 64ull << 20,
                                             .core_bytes = 256ull << 20,
                                             .process_bytes = 512ull << 20};
-    return vt_cfg_load_file(path, &vt_node_config_schema, cfg, err);
+    cfg->meta = (struct vt_node_meta){.election_timeout_ms = 300, .heartbeat_timeout_ms = 60,
+                                      .snapshot_threshold = 4096};
+    int rc = vt_cfg_load_file(path, &vt_node_config_schema, cfg, err);
+    if (rc != 0 || !cfg->has_meta || cfg->meta.dir != NULL)
+        return rc;
+    char dir[4100];
+    snprintf(dir, sizeof(dir), "%s/meta", cfg->data_dir);
+    if (vt_cfg_str_default(&cfg->meta.dir, dir) != 0) {
+        vt_node_config_free(cfg);
+        snprintf(err->msg, sizeof(err->msg), "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 void

@@ -113,6 +113,37 @@ struct vt_node_budgets {
     uint64_t process_bytes;    /* split evenly across cores */
 };
 
+#define VT_NODE_META_MAX_PEERS 16u
+#define VT_NODE_META_MAX_OPERATORS 1024u
+
+/* Another server of the metadata Raft group (entries naming this server
+ * itself are allowed, so every meta node can share one peer list; such an
+ * entry must carry this server's own listen address). */
+struct vt_node_meta_peer {
+    uint64_t id;                          /* raft server id, >= 1 */
+    struct vt_cfg_hostport address;       /* its meta peer listener (numeric host) */
+    char *cn;                             /* its certificate CN; NULL = the decimal id */
+    struct vt_cfg_hostport admin_address; /* its admin listener, for NotLeader redirects */
+    bool has_admin_address;
+};
+
+/* The `meta:` role: this node is a server of the metadata Raft group. */
+struct vt_node_meta {
+    uint64_t id;                         /* raft server id; the peer plane CN is its decimal */
+    struct vt_cfg_hostport listen;       /* meta peer plane (numeric host, fixed port) */
+    struct vt_cfg_hostport admin_listen; /* admin RPC (mutual TLS) */
+    char *dir;                           /* Raft store; default data_dir/meta */
+    struct vt_node_meta_peer *peers;
+    uint32_t n_peers;
+    uint32_t core;                       /* the core that runs the group */
+    uint64_t election_timeout_ms;        /* libraft randomizes in [T, 2T) */
+    uint64_t heartbeat_timeout_ms;
+    uint32_t snapshot_threshold;         /* entries between snapshots */
+    char **operators;                    /* client CNs allowed admin operations */
+    uint32_t n_operators;
+    bool has_operators;                  /* absent: permissive (a warning at start) */
+};
+
 /* immutable after boot */
 struct vt_node_config {
     uint64_t node_id;
@@ -135,6 +166,8 @@ struct vt_node_config {
     bool has_replication;
     struct vt_node_limits limits;
     struct vt_node_budgets budgets;
+    struct vt_node_meta meta;
+    bool has_meta;
 };
 
 extern const struct vt_cfg_schema vt_node_config_schema;

@@ -15,6 +15,7 @@
 #include "vt_diag.h"
 #include "vt_heartbeat.h"
 #include "vt_http.h"
+#include "vt_meta_node.h"
 #include "vt_node_config.h"
 #include "vt_clock.h"
 #include "vt_runtime.h"
@@ -27,6 +28,7 @@ struct node {
     struct vt_http_server *http;
     struct vt_heartbeat_config hb;
     struct vt_broker *broker; /* NULL without a native listener */
+    struct vt_meta_node *meta; /* NULL without a meta block */
     _Atomic int start_failed;
 };
 
@@ -82,9 +84,12 @@ on_core_start(struct vt_core *c, void *arg)
     }
     if (nd->broker)
         vt_broker_core_start(nd->broker, c);
+    if (nd->meta)
+        vt_meta_node_core_start(nd->meta, c);
 }
 
-/* Waits (bounded) until every core listens, then prints the ready line. */
+/* Waits (bounded) until every core listens and every range recovered, then
+ * prints the ready line. */
 static int
 announce_ready(struct node *nd)
 {
@@ -101,10 +106,34 @@ announce_ready(struct node *nd)
         }
         snprintf(native, sizeof(native), " native=%s:%u", nd->cfg.native.listen.host,
                  nd->broker->native_port);
+        /* and until every range recovered (and, if it leads, began its epoch), so
+         * "ready" means requests are served; recovery of a large log may take a while */
+        end = vt_clock_mono_ms() + 600000;
+        while (atomic_load(&nd->broker->ranges_ready) < nd->broker->n_ranges) {
+            if (atomic_load(&nd->broker->start_failed) || vt_clock_mono_ms() > end) {
+                VT_ERROR("ranges did not recover");
+                return 1;
+            }
+            usleep(2000);
+        }
     }
-    printf("node_ready node_id=%llu cores=%u%s observability=%s:%u\n",
-           (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt), native, obs->host,
-           vt_http_port(nd->http));
+    char meta[700] = "";
+    if (nd->meta) {
+        uint64_t end = vt_clock_mono_ms() + 10000;
+        while (vt_meta_node_start_state(nd->meta) == 0 && vt_clock_mono_ms() < end)
+            usleep(2000);
+        if (vt_meta_node_start_state(nd->meta) != 1) {
+            VT_ERROR("meta role did not start");
+            return 1;
+        }
+        const struct vt_node_meta *m = &nd->cfg.meta;
+        snprintf(meta, sizeof(meta), " meta_id=%llu meta=%s:%u meta_admin=%s:%u",
+                 (unsigned long long)m->id, m->listen.host, m->listen.port, m->admin_listen.host,
+                 m->admin_listen.port);
+    }
+    printf("node_ready node_id=%llu cores=%u%.300s%.700s observability=%s:%u\n",
+           (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt), native, meta,
+           obs->host, vt_http_port(nd->http));
     fflush(stdout);
     return 0;
 }
@@ -166,6 +195,13 @@ node_start(struct node *nd)
             return 1;
         }
     }
+    if (nd->cfg.has_meta) {
+        nd->meta = vt_meta_node_new(&nd->cfg, nd->rt, err, sizeof(err));
+        if (nd->meta == NULL) {
+            VT_ERROR("%s", err);
+            return 1;
+        }
+    }
     VT_INFO("vtop-node %s starting: node %llu, %u cores%s, allocator %s, data_dir %s",
             VTOP_VERSION, (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt),
             rc.pin ? " (pinned)" : "", alloc, nd->cfg.data_dir);
@@ -179,6 +215,15 @@ node_start(struct node *nd)
 static void
 node_stop(struct node *nd)
 {
+    if (nd->meta && nd->rt) {
+        /* Close the admin plane and raft while the reactors still run. */
+        vt_meta_node_shutdown(nd->meta);
+        uint64_t end = vt_clock_mono_ms() + 5000;
+        while (!vt_meta_node_closed(nd->meta) && vt_clock_mono_ms() < end)
+            usleep(2000);
+        if (!vt_meta_node_closed(nd->meta))
+            VT_WARN("shutdown: raft did not close within 5 s; stopping anyway");
+    }
     if (nd->broker && nd->rt) {
         /* Close sessions and ranges while the reactors still run, so every
          * in-flight commit finishes and every answer finds its session. */
@@ -194,6 +239,7 @@ node_stop(struct node *nd)
         vt_runtime_wait(nd->rt);
     }
     vt_broker_free(nd->broker);
+    vt_meta_node_free(nd->meta);
     vt_http_free(nd->http);
     vt_runtime_free(nd->rt);
 }
@@ -238,13 +284,15 @@ main(int argc, char **argv)
     int rc = node_start(&nd);
     if (rc == 0) {
         int sig = 0;
-        while (sig == 0 && !atomic_load(&nd.start_failed)) {
+        while (sig == 0 && !atomic_load(&nd.start_failed) &&
+               (nd.meta == NULL || vt_meta_node_start_state(nd.meta) >= 0)) {
             struct timespec ts = {0, 200 * 1000000L};
             sig = sigtimedwait(&sigs, NULL, &ts);
             if (sig < 0)
                 sig = 0;
         }
-        if (atomic_load(&nd.start_failed))
+        if (atomic_load(&nd.start_failed) ||
+            (nd.meta != NULL && vt_meta_node_start_state(nd.meta) < 0))
             rc = 1;
         VT_INFO("stopping (%s)", sig ? strsignal(sig) : "start-up failure");
     }

@@ -1,7 +1,7 @@
 /* vtopctl: the admin and test client. main(), the top-level command table
  * and the dispatch/usage helpers every command file uses (ctl.h). Each
  * command group lives in its own ctl_<group>.c and adds one row to
- * `commands` below (later: meta ...). */
+ * `commands` below. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_meta.h"
 #include "ctl_segment.h"
 
 static const char top_usage[] =
@@ -23,6 +24,7 @@ static const struct ctl_command commands[] = {
     {"produce", ctl_produce_main, "write deterministic test records to a running node"},
     {"verify", ctl_verify_main, "read a range back from a running node and check it"},
     {"node", ctl_node_main, "ask a running node about itself (node status)"},
+    {"meta", ctl_meta_main, "the metadata plane: membership, proposals, lease reads"},
 };
 
 void

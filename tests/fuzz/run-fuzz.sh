@@ -48,7 +48,10 @@ REPL=("$SRC/replication/vt_repl_proto.c" "$SRC/log/vt_epoch_history.c" "$SRC/log
       "$SRC/runtime/vt_file.c" "$SRC/runtime/vt_diag.c")
 # meta_wire needs the meta peer-plane codec, the frame codec and libraft.
 META=("$SRC/meta/vt_meta_wire.c" "$SRC/runtime/vt_frame.c")
-targets=(batch manifest repl_proto)
+# meta_admin needs the admin RPC codecs, the command codec and the host:port parser.
+ADMIN=("$SRC/meta/vt_meta_admin_proto.c" "$SRC/meta/vt_meta_codec.c"
+       "$SRC/runtime/vt_config_scalar.c")
+targets=(batch manifest repl_proto meta_admin)
 if [ -e /usr/include/raft.h ]; then
     targets+=(meta_wire)
 else
@@ -75,6 +78,13 @@ if [[ " ${targets[*]} " == *" meta_wire "* ]] &&
     exit 1
 fi
 
+# And the meta_admin one.
+if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_META_ADMIN_SEEDS "${COMMON[@]}" "${ADMIN[@]}" \
+        "$SRC/tests/fuzz/fuzz_meta_admin.c" "${LIBS[@]}" -o "$out/fuzz_meta_admin_seeds"; then
+    echo "FAIL: building the meta_admin seed writer"
+    exit 1
+fi
+
 status=0
 for target in "${targets[@]}"; do
     bin=$out/fuzz_$target
@@ -88,6 +98,9 @@ for target in "${targets[@]}"; do
         extra=("${META[@]}")
         extra_libs=(-lraft)
         seeder=("$out/fuzz_meta_wire_seeds")
+    elif [ "$target" = meta_admin ]; then
+        extra=("${ADMIN[@]}")
+        seeder=("$out/fuzz_meta_admin_seeds")
     fi
     if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "${extra[@]}" \
             "$SRC/tests/fuzz/fuzz_$target.c" "${LIBS[@]}" "${extra_libs[@]}" -o "$bin"; then
