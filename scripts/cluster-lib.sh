@@ -55,7 +55,7 @@ cl_setup() {
     mkdir -p "$CL_WORK"
     [ -n "${CL_BASE:-}" ] || cl_pick_base || return 1
     "$CL_TOP/scripts/gen-certs.sh" "$CL_WORK/certs" >/dev/null || return 1
-    local n p certs=$CL_WORK/certs leader
+    local n p r certs=$CL_WORK/certs leader
     leader=$(cl_uuid "$CL_LEADER")
     for n in 1 2 3; do
         {

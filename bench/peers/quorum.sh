@@ -192,14 +192,24 @@ YAML
 
 # start_cluster DIR NRANGES: a fresh 3-node cluster (node 1 leads every
 # range); writes DIR/client.yaml (for the leader) and sets node_pid to it.
+# Other jobs on this machine start clusters too, so a port can be taken
+# between cluster-lib's check and a node's bind: up to 3 tries, each on a
+# newly picked port block with fresh data directories.
 start_cluster() {
-    local dir=$1
+    local dir=$1 try
     CL_WORK=$dir CL_RANGES=$(ranges_for "$2") CL_LEADER=1
-    unset CL_BASE
-    cl_setup || return 1
-    cl_start_all || return 1
-    cl_client_cfg 1 "$range_a" "$dir/client.yaml"
-    node_pid=${CL_PIDS[1]}
+    for try in 1 2 3; do
+        unset CL_BASE
+        rm -rf "$dir"/n[123]
+        if cl_setup && cl_start_all; then
+            cl_client_cfg 1 "$range_a" "$dir/client.yaml"
+            node_pid=${CL_PIDS[1]}
+            return 0
+        fi
+        stop_cluster
+        log "cluster start failed (try $try of 3)"
+    done
+    return 1
 }
 
 # nodes_cpu_s: CPU seconds used so far by the node(s) of this measurement.
