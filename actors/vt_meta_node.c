@@ -521,7 +521,7 @@ struct vt_meta_node *
 vt_meta_node_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err,
                  size_t err_len)
 {
-    VT_ASSERT(cfg->has_meta && cfg->has_tls);
+    VT_ASSERT(cfg->has_meta && (cfg->has_tls || cfg->meta.has_tls));
     struct vt_meta_node *mn = calloc(1, sizeof(*mn));
     if (mn == NULL) {
         snprintf(err, err_len, "meta: out of memory");
@@ -541,8 +541,10 @@ vt_meta_node_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *
     }
     if (mkdir_p(mn->mc->dir, err, err_len) != 0)
         goto fail;
-    struct vt_tls_files files = {.ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert,
-                                 .key_file = cfg->tls.key};
+    /* meta.tls when present (a node running meta and data together), else
+     * the node's own */
+    const struct vt_node_tls *t = cfg->meta.has_tls ? &cfg->meta.tls : &cfg->tls;
+    struct vt_tls_files files = {.ca_file = t->ca, .cert_file = t->cert, .key_file = t->key};
     char terr[300];
     mn->srv_ctx = vt_tls_ctx_new(&files, true, terr, sizeof(terr));
     mn->cli_ctx = mn->srv_ctx ? vt_tls_ctx_new(&files, false, terr, sizeof(terr)) : NULL;

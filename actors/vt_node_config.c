@@ -307,6 +307,8 @@ static const struct vt_cfg_field meta_fields[] = {
     VT_CFG_U32_F(MT, snapshot_threshold, "snapshot_threshold", false, 16, 1u << 24),
     VT_CFG_STRLIST_F(MT, operators, n_operators, "operators", false, VT_NODE_META_MAX_OPERATORS,
                      VT_CFG_PRESENT(MT, has_operators)),
+    VT_CFG_F(MT, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &tls_schema,
+             VT_CFG_PRESENT(MT, has_tls)),
 };
 #undef MT
 static const struct vt_cfg_schema meta_schema = {.name = "meta",
@@ -399,9 +401,10 @@ meta_cross_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
     const struct vt_node_meta *m = &c->meta;
     if (!c->has_meta)
         return 0;
-    if (!c->has_tls) {
+    if (!c->has_tls && !m->has_tls) {
         snprintf(msg, msg_len, "meta needs a tls block (its peer and admin planes are mutual "
-                 "TLS; the certificate CN is the decimal meta.id)");
+                 "TLS; the certificate CN is the decimal meta.id): meta.tls or the top-level "
+                 "tls");
         return -EINVAL;
     }
     if (c->runtime.cores != 0 && m->core >= c->runtime.cores) {

@@ -142,6 +142,11 @@ struct vt_node_meta {
     char **operators;                    /* client CNs allowed admin operations */
     uint32_t n_operators;
     bool has_operators;                  /* absent: permissive (a warning at start) */
+    /* Optional certificate for the meta planes (CN = decimal id), so a node
+     * can run meta and data together: the top-level tls block's CN is the
+     * node UUID the data planes need. Absent: the top-level tls block. */
+    struct vt_node_tls tls;
+    bool has_tls;
 };
 
 /* immutable after boot */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench_log.h"
+#include "bench_meta.h"
 #include "bench_produce.h"
 #include "bench_runtime.h"
 
@@ -22,6 +23,8 @@ static const struct subcommand subcommands[] = {
      vt_bench_log_main},
     {"produce", "produce throughput and latency against a running vtop-node",
      vt_bench_produce_main},
+    {"meta", "committed metadata proposals/s and commit latency against a meta group",
+     vt_bench_meta_main},
 };
 
 static void

@@ -8,13 +8,18 @@
 #   CL_CORES    cores per node (default 1: three nodes share this machine)
 #   CL_RANGES   space-separated range UUIDs (default one range)
 #   CL_LEADER   node number (1..3) leading every range (default 1)
+#   CL_META     1: every node also runs the metadata Raft role (meta id = node
+#               number, its own certificate with CN "N"); cl_setup writes
+#               $CL_WORK/admin.yaml for `vtopctl meta`; run cl_meta_init once
 #
 # Ports: a free base port is chosen once (CL_BASE); node N listens on
-#   native CL_BASE+10N, replication CL_BASE+10N+1, observability CL_BASE+10N+2.
+#   native CL_BASE+10N, replication CL_BASE+10N+1, observability CL_BASE+10N+2,
+#   meta peer CL_BASE+10N+3, meta admin CL_BASE+10N+4.
 
 CL_CORES=${CL_CORES:-1}
 CL_RANGES=${CL_RANGES:-22222222-2222-4222-8222-222222222222}
 CL_LEADER=${CL_LEADER:-1}
+CL_META=${CL_META:-0}
 CL_CLUSTER=6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
 CL_CLIENT=11111111-1111-4111-8111-111111111111
 CL_PIDS=("" "" "" "")
@@ -36,7 +41,7 @@ cl_pick_base() {
         base=$((10000 + (RANDOM % span) * 100))
         ok=1
         for n in 1 2 3; do
-            for off in 0 1 2; do
+            for off in 0 1 2 3 4; do
                 cl_port_free $((base + 10 * n + off)) || ok=0
             done
         done
@@ -49,6 +54,29 @@ cl_pick_base() {
 
 cl_native() { echo "127.0.0.1:$((CL_BASE + 10 * $1))"; }
 cl_obs() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 2))"; }
+cl_meta_peer() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 3))"; }
+cl_meta_admin() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 4))"; }
+
+# The meta block of node N (CL_META=1).
+cl_meta_block() {
+    local n=$1 p certs=$CL_WORK/certs
+    echo "meta:"
+    echo "  id: $n"
+    echo "  listen: $(cl_meta_peer "$n")"
+    echo "  admin_listen: $(cl_meta_admin "$n")"
+    echo "  operators: [$CL_CLIENT]"
+    echo "  tls: {ca: $certs/ca.pem, cert: $certs/$n.pem, key: $certs/$n.key}"
+    echo "  peers:"
+    for p in 1 2 3; do
+        echo "    - {id: $p, address: $(cl_meta_peer "$p"), admin_address: $(cl_meta_admin "$p")}"
+    done
+}
+
+# cl_meta_init: bootstraps the metadata group on node 1 with all three nodes.
+cl_meta_init() {
+    "$CL_BIN/vtopctl" meta init --config "$CL_WORK/admin.yaml" --endpoint "$(cl_meta_admin 1)" \
+        --members "1=$(cl_meta_peer 1),2=$(cl_meta_peer 2),3=$(cl_meta_peer 3)"
+}
 
 # cl_setup: certificates and the three node configs.
 cl_setup() {
@@ -77,6 +105,7 @@ cl_setup() {
                 [ "$p" = "$n" ] && continue
                 echo "    - {node: $(cl_uuid "$p"), address: 127.0.0.1:$((CL_BASE + 10 * p + 1))}"
             done
+            [ "$CL_META" = 1 ] && cl_meta_block "$n"
             echo "ranges:"
             for r in $CL_RANGES; do
                 echo "  - {topic: demo, topic_epoch: 1, range_id: $r, fencing_epoch: 1,"
@@ -84,6 +113,14 @@ cl_setup() {
             done
         } >"$CL_WORK/n$n.yaml"
     done
+    if [ "$CL_META" = 1 ]; then
+        {
+            echo "endpoints: [$(cl_meta_admin 1), $(cl_meta_admin 2), $(cl_meta_admin 3)]"
+            echo "tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}"
+            echo "connect_timeout: 1s"
+            echo "request_timeout: 15s"
+        } >"$CL_WORK/admin.yaml"
+    fi
 }
 
 # cl_client_cfg NODE RANGE FILE: a vtopctl/vtop-bench config for one node.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, generates dev certificates,
 # starts a 3-node vtop cluster on 127.0.0.1 (2 replicated ranges, node 1
-# leads both) in a temp directory, drives it with `vtop-bench produce` for
+# leads both; every node also runs the metadata Raft role, which the demo
+# initialises and uses once) in a temp directory, drives it with `vtop-bench produce` for
 # ~10 s (1 KiB records, quorum durability: acknowledged only once fdatasync'd
 # on a majority), verifies every acknowledged record on every replica with
 # `vtopctl verify`, shows replica status and metrics, and stops the nodes by
@@ -16,7 +17,7 @@ seconds=${VTOP_DEMO_SECONDS:-10}
 work=$(mktemp -d /tmp/vtop-demo.XXXXXX)
 range_a=22222222-2222-4222-8222-222222222222
 range_b=44444444-4444-4444-8444-444444444444
-CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_RANGES="$range_a $range_b"
+CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_RANGES="$range_a $range_b" CL_META=1
 # shellcheck source-path=SCRIPTDIR source=cluster-lib.sh
 . "$top/scripts/cluster-lib.sh"
 # shellcheck disable=SC2317  # invoked by the EXIT trap
@@ -28,9 +29,18 @@ trap cleanup EXIT
 
 echo "== certificates and configs for a 3-node cluster on 127.0.0.1 in $work"
 cl_setup
-echo "== starting 3 vtop-node processes (1 core each; node 1 leads both ranges)"
+echo "== starting 3 vtop-node processes (1 core each; data and metadata roles; node 1 leads both ranges)"
 cl_start_all
 for n in 1 2 3; do grep '^node_ready' "$work/n$n.out"; done
+
+echo "== the metadata Raft group: vtopctl meta init, then 3 voters"
+cl_meta_init
+for _ in $(seq 1 100); do
+    [ "$("$bin/vtopctl" meta membership --config "$work/admin.yaml" | grep -c '^voter')" = 3 ] && break
+    sleep 0.1
+done
+"$bin/vtopctl" meta membership --config "$work/admin.yaml"
+"$bin/vtopctl" meta create-topic --config "$work/admin.yaml" --name demo
 for n in 1 2 3; do
     cl_client_cfg "$n" "$range_a" "$work/client-a-n$n.yaml"
     cl_client_cfg "$n" "$range_b" "$work/client-b-n$n.yaml"

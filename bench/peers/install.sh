@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the peer benchmarks need (bench/peers/):
 # redis-server + redis-tools (redis-benchmark), nats-server, and Go with the
-# NATS Go client library to build the JetStream publisher (jspub.go).
+# NATS Go client library to build the JetStream publisher (jspub.go); etcd
+# (etcd-server, etcd-client for etcdctl, and the etcd 3.4 Go source with its
+# clientv3 package to build the put load generator etcd_put.go).
 # Idempotent: installs only what is missing. Never starts, stops or
 # reconfigures a system service: the benchmarks run their own server
 # processes. If this machine has no /usr/sbin/policy-rc.d, one that refuses
 # every service start is put there for the duration of the install (so the
 # packages' postinst scripts do not start redis-server or nats-server) and
 # removed afterwards.
-# Usage: bench/peers/install.sh [redis|nats|all]   (default all)
+# Usage: bench/peers/install.sh [redis|nats|etcd|all]   (default all)
 # Exit: 0 = installed (or already there), 77 = cannot install (reason on
 # stderr), 2 = usage.
 set -euo pipefail
@@ -17,8 +19,10 @@ what=${1:-all}
 case "$what" in
     redis) pkgs=(redis-server redis-tools) ;;
     nats) pkgs=(nats-server golang-go golang-github-nats-io-go-nats-dev) ;;
-    all) pkgs=(redis-server redis-tools nats-server golang-go golang-github-nats-io-go-nats-dev) ;;
-    *) echo "install.sh: unknown peer '$what' (redis|nats|all)" >&2; exit 2 ;;
+    etcd) pkgs=(etcd-server etcd-client golang-go golang-etcd-server-dev) ;;
+    all) pkgs=(redis-server redis-tools nats-server golang-go golang-github-nats-io-go-nats-dev
+               etcd-server etcd-client golang-etcd-server-dev) ;;
+    *) echo "install.sh: unknown peer '$what' (redis|nats|etcd|all)" >&2; exit 2 ;;
 esac
 
 missing=()

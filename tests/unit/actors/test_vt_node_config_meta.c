@@ -190,6 +190,29 @@ test_node_config_meta_cross_errors(void **state)
                  "meta.admin_listen 127.0.0.1:9000 is already used");
 }
 
+/* meta.tls lets a node run meta and data together: the meta planes use their
+ * own certificate (CN = decimal id) and no top-level tls is needed for meta. */
+static void
+test_node_config_meta_own_tls(void **state)
+{
+    (void)state;
+    char *body = doc(head, "",
+                     "meta: {id: 1, listen: 127.0.0.1:7000, admin_listen: 127.0.0.1:7001,\n"
+                     "       tls: {ca: ca.pem, cert: 1.pem, key: 1.key}}\n");
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_true(cfg.meta.has_tls);
+    assert_false(cfg.has_tls);
+    assert_string_equal(cfg.meta.tls.cert, "1.pem");
+    vt_node_config_free(&cfg);
+    free(body);
+    /* an incomplete meta.tls is refused by key */
+    expect_error("", "meta: {id: 1, listen: 127.0.0.1:7000, admin_listen: 127.0.0.1:7001,\n"
+                     "       tls: {ca: ca.pem, cert: 1.pem}}\n",
+                 "key");
+}
+
 int
 main(void)
 {
@@ -198,6 +221,7 @@ main(void)
         cmocka_unit_test(test_node_config_meta_defaults),
         cmocka_unit_test(test_node_config_meta_block_errors),
         cmocka_unit_test(test_node_config_meta_cross_errors),
+        cmocka_unit_test(test_node_config_meta_own_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
