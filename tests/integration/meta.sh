@@ -289,6 +289,15 @@ out=$(ctl remove --id "$L5") || fail "remove leader $L5: $out"
 LEFT=""
 for n in 1 2 3 4 5; do [ "$n" != "$L5" ] && LEFT="$LEFT $n"; done
 L4=$(wait_leader "$LEFT") || fail "no leader after removing $L5"
+# the removed voter does not lead, and a proposal sent to it is not committed by it
+out=$("$CTL" meta status --config "$WORK/admin.yaml" --endpoint "$(admin "$L5")" 2>&1)
+case "$out" in *"state=leader"*) fail "removed server $L5 still leads: $out" ;; esac
+out=$("$CTL" meta create-topic --config "$WORK/admin.yaml" --endpoint "$(admin "$L5")" \
+    --name after-removal 2>&1)
+case "$out" in
+    *"NotLeader"* | *"committed index="*) ;; # refused, or forwarded to the real leader
+    *) fail "proposal to the removed server $L5: $out" ;;
+esac
 out=$(ctl remove --id "$(echo "$LEFT" | awk -v l="$L4" '{for(i=1;i<=NF;i++) if ($i!=l) {print $i; exit}}')") ||
     fail "second remove: $out"
 wait_voters 3
