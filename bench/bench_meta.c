@@ -24,26 +24,6 @@
 #define NODE_ADDR "127.0.0.1:9"
 _Static_assert((1u << SLOT_BITS) >= VT_BM_MAX_INFLIGHT, "slot index fits the request id");
 
-/* ---- admin.yaml (the keys ctl/ctl_meta_client.c accepts) ------------------ */
-
-#define MT struct vt_bm_config
-static const struct vt_cfg_field tls_fields[] = {
-    VT_CFG_STR_F(MT, tls.ca, "ca", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.cert, "cert", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.key, "key", true, 1, 4000),
-};
-static const struct vt_cfg_schema tls_schema = {
-    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
-static const struct vt_cfg_field config_fields[] = {
-    VT_CFG_STRLIST_F(MT, endpoints, n_endpoints, "endpoints", true, 16, .min = 1),
-    {.key = "tls", .type = VT_CFG_BLOCK, .offset = 0, .required = true, .sub = &tls_schema},
-    VT_CFG_DURATION_F(MT, connect_timeout_ms, "connect_timeout", false, 10, 600000),
-    VT_CFG_DURATION_F(MT, request_timeout_ms, "request_timeout", false, 100, 3600000),
-};
-#undef MT
-static const struct vt_cfg_schema config_schema = {
-    .name = "admin config", .fields = config_fields, .n_fields = VT_ARRAY_LEN(config_fields)};
-
 /* ---- command line ---------------------------------------------------------- */
 
 static void
@@ -565,12 +545,9 @@ vt_bench_meta_main(int argc, char **argv)
         free(run);
         return rc == 1 ? 0 : rc;
     }
-    run->cfg.connect_timeout_ms = 2000;
-    run->cfg.request_timeout_ms = 15000;
     struct vt_cfg_error err;
-    if (vt_cfg_load_file(run->config_path, &config_schema, &run->cfg, &err) != 0) {
+    if (vt_meta_admin_config_load(run->config_path, &run->cfg, &err) != 0) {
         fprintf(stderr, "vtop-bench meta: %s\n", err.msg);
-        vt_cfg_free(&config_schema, &run->cfg);
         free(run);
         return 2;
     }
@@ -578,7 +555,7 @@ vt_bench_meta_main(int argc, char **argv)
     SSL_CTX_free(run->ctx);
     free(run->c);
     free(run->lat_ns);
-    vt_cfg_free(&config_schema, &run->cfg);
+    vt_meta_admin_config_free(&run->cfg);
     free(run);
     return rc;
 }

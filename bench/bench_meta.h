@@ -15,6 +15,7 @@
 
 #include <openssl/ssl.h>
 
+#include "vt_meta_admin_config.h"
 #include "vt_meta_admin_proto.h"
 
 /* The server refuses more than 32 requests in flight per admin connection
@@ -25,16 +26,6 @@
 #define VT_BM_OUT_BYTES (VT_BM_MAX_INFLIGHT * 512u + VT_META_ADMIN_FRAME_MAX)
 
 /* admin.yaml, the same file `vtopctl meta` reads (ctl/ctl_meta_client.h). */
-struct vt_bm_config {
-    char **endpoints;
-    uint32_t n_endpoints;
-    struct {
-        char *ca, *cert, *key;
-    } tls;
-    uint64_t connect_timeout_ms;
-    uint64_t request_timeout_ms;
-};
-
 /* One proposal slot: it owns one node UUID, re-registered with a
  * compare-and-set on its generation each time (the node table stays at C*K
  * entries whatever the run length). */
@@ -86,7 +77,7 @@ struct vt_bm_run {
     double seconds, warmup_s;
     bool json;
     /* state */
-    struct vt_bm_config cfg;
+    struct vt_meta_admin_config cfg; /* admin.yaml, as vtopctl meta reads it */
     SSL_CTX *ctx;
     struct vt_bm_conn *c; /* [conns] */
     char leader[VT_META_ADMIN_ADDR_MAX + 1];

@@ -54,9 +54,9 @@ static const char meta_usage[] =
 #define HELP_EXIT (-1)
 
 struct opts {
-    struct ctl_meta_config cfg;
+    struct vt_meta_admin_config cfg;
     bool cfg_loaded;
-    const char *endpoints[CTL_META_MAX_ENDPOINTS];
+    const char *endpoints[VT_META_ADMIN_MAX_ENDPOINTS];
     uint32_t n_endpoints;
     bool json;
     uint8_t request_id[16];
@@ -100,7 +100,7 @@ parse_one(int c, struct opts *o)
         o->cfg_loaded = rc == 0;
         return rc;
     case O_ENDPOINT:
-        if (o->n_endpoints == CTL_META_MAX_ENDPOINTS ||
+        if (o->n_endpoints == VT_META_ADMIN_MAX_ENDPOINTS ||
             !vt_meta_admin_addr_valid(optarg, strlen(optarg)))
             return ctl_usage_error(meta_usage, "--endpoint '%s': not host:port (or too many)",
                                    optarg);

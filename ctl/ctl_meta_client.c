@@ -28,52 +28,11 @@
 
 /* ---- admin.yaml ---------------------------------------------------------------- */
 
-#define MT struct ctl_meta_config
-static const struct vt_cfg_field tls_fields[] = {
-    VT_CFG_STR_F(MT, tls.ca, "ca", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.cert, "cert", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.key, "key", true, 1, 4000),
-};
-#undef MT
-
-/* The tls block's fields are offsets into the whole config; the block sits at 0. */
-static const struct vt_cfg_schema tls_schema = {
-    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
-
-static int
-config_validate(void *obj, char *msg, size_t msg_len)
-{
-    const struct ctl_meta_config *c = obj;
-    for (uint32_t i = 0; i < c->n_endpoints; i++)
-        if (!vt_meta_admin_addr_valid(c->endpoints[i], strlen(c->endpoints[i]))) {
-            snprintf(msg, msg_len, "endpoints[%u] '%s' is not host:port", i, c->endpoints[i]);
-            return -EINVAL;
-        }
-    return 0;
-}
-
-#define MT struct ctl_meta_config
-static const struct vt_cfg_field config_fields[] = {
-    VT_CFG_STRLIST_F(MT, endpoints, n_endpoints, "endpoints", true, CTL_META_MAX_ENDPOINTS,
-                     .min = 1),
-    {.key = "tls", .type = VT_CFG_BLOCK, .offset = 0, .required = true, .sub = &tls_schema},
-    VT_CFG_DURATION_F(MT, connect_timeout_ms, "connect_timeout", false, 10, 600000),
-    VT_CFG_DURATION_F(MT, request_timeout_ms, "request_timeout", false, 100, 3600000),
-};
-#undef MT
-static const struct vt_cfg_schema config_schema = {.name = "admin config",
-                                                   .fields = config_fields,
-                                                   .n_fields = VT_ARRAY_LEN(config_fields),
-                                                   .validate = config_validate};
-
 int
-ctl_meta_config_load(const char *path, struct ctl_meta_config *cfg)
+ctl_meta_config_load(const char *path, struct vt_meta_admin_config *cfg)
 {
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->connect_timeout_ms = 2000;
-    cfg->request_timeout_ms = 15000;
     struct vt_cfg_error err;
-    if (vt_cfg_load_file(path, &config_schema, cfg, &err) != 0) {
+    if (vt_meta_admin_config_load(path, cfg, &err) != 0) {
         ctl_errorf("%s", err.msg);
         return CTL_EXIT_USAGE;
     }
@@ -81,9 +40,9 @@ ctl_meta_config_load(const char *path, struct ctl_meta_config *cfg)
 }
 
 void
-ctl_meta_config_free(struct ctl_meta_config *cfg)
+ctl_meta_config_free(struct vt_meta_admin_config *cfg)
 {
-    vt_cfg_free(&config_schema, cfg);
+    vt_meta_admin_config_free(cfg);
 }
 
 /* ---- one connection ---------------------------------------------------------------- */
@@ -201,7 +160,7 @@ decimal(const char *s)
 
 /* TCP + TLS 1.3 handshake; the server CN must be `want_cn` (or any decimal id). */
 static int
-conn_open(struct conn *c, const struct ctl_meta_config *cfg, const char *addr,
+conn_open(struct conn *c, const struct vt_meta_admin_config *cfg, const char *addr,
           const char *want_cn)
 {
     *c = (struct conn){.fd = -1};
@@ -307,7 +266,7 @@ nap_ms(unsigned ms)
 }
 
 static int
-ask(const struct ctl_meta_config *cfg, const char *addr, const char *want_cn, uint16_t kind,
+ask(const struct vt_meta_admin_config *cfg, const char *addr, const char *want_cn, uint16_t kind,
     const uint8_t *payload, size_t len, struct ctl_meta_answer *ans, char *why, size_t why_len)
 {
     struct conn c;
@@ -323,7 +282,7 @@ ask(const struct ctl_meta_config *cfg, const char *addr, const char *want_cn, ui
 }
 
 int
-ctl_meta_call(const struct ctl_meta_config *cfg, bool follow, uint16_t kind,
+ctl_meta_call(const struct vt_meta_admin_config *cfg, bool follow, uint16_t kind,
               const uint8_t *payload, size_t len, struct ctl_meta_answer *ans)
 {
     char why[600] = "";

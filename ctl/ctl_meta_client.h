@@ -4,11 +4,7 @@
  * follow NotLeader answers to the leader (bounded hops). Runs on vtopctl's
  * own thread and blocks on its socket; never used on a reactor.
  *
- * admin.yaml (docs/OPERATIONS.md):
- *   endpoints: [127.0.0.1:7001, 127.0.0.1:7011]  # admin listeners, tried in order
- *   tls: {ca: ca.pem, cert: operator.pem, key: operator.key}
- *   connect_timeout: 2s    # optional, per connection attempt
- *   request_timeout: 15s   # optional, the whole request including redirects
+ * admin.yaml: meta/vt_meta_admin_config.h (and docs/OPERATIONS.md).
  *
  * The server's certificate must chain to `tls.ca` and carry a decimal CN (a
  * meta node); after a NotLeader naming leader L, the CN must be L. */
@@ -19,24 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vt_config.h"
+#include "vt_meta_admin_config.h"
 #include "vt_meta_admin_proto.h"
 
-#define CTL_META_MAX_ENDPOINTS 16u
-
-struct ctl_meta_config {
-    char **endpoints;
-    uint32_t n_endpoints;
-    struct {
-        char *ca, *cert, *key;
-    } tls;
-    uint64_t connect_timeout_ms;
-    uint64_t request_timeout_ms;
-};
-
 /* Loads admin.yaml; 0, or CTL_EXIT_USAGE after printing file:line:key. */
-int ctl_meta_config_load(const char *path, struct ctl_meta_config *cfg);
-void ctl_meta_config_free(struct ctl_meta_config *cfg);
+int ctl_meta_config_load(const char *path, struct vt_meta_admin_config *cfg);
+void ctl_meta_config_free(struct vt_meta_admin_config *cfg);
 
 /* The answer to one request: `kind` is the response kind or
  * VT_META_ADMIN_K_ERROR (then `err` is filled); payload[0..len). */
@@ -54,7 +38,7 @@ struct ctl_meta_answer {
  * are retried after a short pause until request_timeout; without it, only
  * the first endpoint is asked, once. Returns 0 with *ans (which may be an
  * Error answer), or -errno after printing why no server answered. */
-int ctl_meta_call(const struct ctl_meta_config *cfg, bool follow, uint16_t kind,
+int ctl_meta_call(const struct vt_meta_admin_config *cfg, bool follow, uint16_t kind,
                   const uint8_t *payload, size_t len, struct ctl_meta_answer *ans) VT_MUST_USE;
 
 #endif
