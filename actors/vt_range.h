@@ -102,7 +102,8 @@ void vt_range_repl_opened(struct vt_range_actor *ra, void (*ready)(struct vt_ran
 void vt_range_repl_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r);
 /* The HWM consumers may read below on this replica. */
 uint64_t vt_range_repl_hwm(const struct vt_range_actor *ra);
-/* After each local commit. */
+/* After each local commit (the range log's on_commit hook: the committed
+ * offset has moved, the durability waiters have not fired yet). */
 void vt_range_repl_local_durable(struct vt_range_actor *ra);
 /* Follower side: a replica-plane request for this range (range core). */
 void vt_range_repl_serve(struct vt_core *c, struct vt_rreq *r);

@@ -66,8 +66,6 @@ on_applied(struct vt_rlog *l, int rc, uint64_t base, void *arg)
                                 "follower append not durable: %s", strerror(-rc));
         return;
     }
-    vt_range_repl_local_durable(ra); /* publishes committed for status */
-    atomic_store_explicit(&ra->hwm_g, vt_range_repl_hwm(ra), memory_order_relaxed);
     answer_append(c, r, ra);
 }
 

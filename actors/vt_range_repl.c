@@ -220,7 +220,6 @@ on_local_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     if (!r->presp.duplicate)
         r->presp.base_offset = base;
     r->presp.record_count = r->records;
-    vt_range_repl_local_durable(ra);
     uint64_t end = r->presp.base_offset + r->records;
     uint64_t hwm = vt_range_repl_hwm(ra);
     if (end <= hwm) {
@@ -410,13 +409,12 @@ void
 vt_range_repl_local_durable(struct vt_range_actor *ra)
 {
     struct vt_range_repl *rp = ra->repl;
-    if (ra->log == NULL)
+    if (rp == NULL || ra->log == NULL)
         return;
-    atomic_store_explicit(&ra->committed_g, vt_rlog_committed(ra->log), memory_order_relaxed);
-    atomic_store_explicit(&ra->next_g, vt_rlog_next_offset(ra->log), memory_order_relaxed);
-    if (rp == NULL || rp->lead == NULL)
-        return;
-    vt_repl_leader_local_durable(rp->lead, vt_rlog_committed(ra->log));
+    if (rp->lead != NULL)
+        vt_repl_leader_local_durable(rp->lead, vt_rlog_committed(ra->log));
+    else if (!rp->br->leader) /* a follower's HWM is clamped to what it has durable */
+        atomic_store_explicit(&ra->hwm_g, vt_range_repl_hwm(ra), memory_order_relaxed);
 }
 
 /* ---- leader: answers from the followers -------------------------------------------- */
