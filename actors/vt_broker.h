@@ -26,6 +26,7 @@ struct vt_range_actor;
 struct vt_broker_core;
 struct vt_session;
 struct vt_replica_core;
+struct vt_epoch_entry;
 
 /* immutable after boot */
 struct vt_broker_range {
@@ -122,6 +123,11 @@ struct vt_broker_core {
     bool shutting_down;
     struct vt_replica_core *repl;   /* the replica plane on this core (vt_replica.c) */
     uint64_t repl_retransmit_bytes; /* all led ranges' retransmission buffers on this core */
+    /* Scratch for the replicated ranges of this core, used only within one
+     * synchronous step (encoding or decoding an epoch history message):
+     * VT_EPOCH_HISTORY_MAX entries and a buffer of VT_REPL_SCRATCH_BYTES. */
+    struct vt_epoch_entry *repl_hist;
+    uint8_t *repl_buf;
 };
 
 #endif

@@ -113,8 +113,9 @@ void vt_range_repl_answer(struct vt_range_actor *ra, const struct vt_peer_req_ta
                           size_t len);
 void vt_range_repl_link_event(struct vt_range_actor *ra, uint32_t peer,
                               enum vt_range_link_event ev);
-/* For the follower half (vt_range_follow.c): the raw HWM its leader sent
- * and a scratch array of VT_EPOCH_HISTORY_MAX history entries. */
+/* For the follower half (vt_range_follow.c): the raw HWM its leader sent,
+ * and the core's scratch array of VT_EPOCH_HISTORY_MAX history entries
+ * (shared by the core's ranges: valid only within one synchronous step). */
 uint64_t *vt_range_repl_hwm_raw(struct vt_range_actor *ra);
 struct vt_epoch_entry *vt_range_repl_hist(struct vt_range_actor *ra);
 /* Maps a vt_rlog_append error to the client's answer. */

@@ -42,8 +42,6 @@ struct vt_range_repl {
     struct qwait *qw;                /* leader: produce waiting for the quorum */
     uint32_t qw_head, qw_n;
     struct vt_timer tick;
-    struct vt_epoch_entry *hist;     /* scratch for fence messages [VT_EPOCH_HISTORY_MAX] */
-    uint8_t *scratch;                /* encode buffer for small messages */
 };
 
 static struct vt_metrics_shard *
@@ -60,10 +58,8 @@ vt_range_repl_new(struct vt_range_actor *ra)
         return -ENOMEM;
     rp->ra = ra;
     rp->br = &ra->b->ranges[ra->idx];
-    rp->hist = calloc(VT_EPOCH_HISTORY_MAX, sizeof(*rp->hist));
-    rp->scratch = malloc(VT_EPOCH_HISTORY_MAX * 16 + 4096);
     rp->qw = rp->br->leader ? calloc(QW_CAP, sizeof(*rp->qw)) : NULL;
-    if (rp->hist == NULL || rp->scratch == NULL || (rp->br->leader && rp->qw == NULL)) {
+    if (rp->br->leader && rp->qw == NULL) {
         ra->repl = rp;
         vt_range_repl_free(ra);
         return -ENOMEM;
@@ -80,8 +76,6 @@ vt_range_repl_free(struct vt_range_actor *ra)
         return;
     vt_repl_leader_free(rp->lead);
     free(rp->qw);
-    free(rp->hist);
-    free(rp->scratch);
     free(rp);
     ra->repl = NULL;
 }
@@ -95,7 +89,7 @@ vt_range_repl_hwm_raw(struct vt_range_actor *ra)
 struct vt_epoch_entry *
 vt_range_repl_hist(struct vt_range_actor *ra)
 {
-    return ra->repl->hist;
+    return ra->b->cores[ra->b->ranges[ra->idx].core]->repl_hist;
 }
 
 uint64_t
@@ -315,17 +309,19 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
 {
     struct vt_range_repl *rp = arg;
     struct vt_range_actor *ra = rp->ra;
-    uint32_t n = vt_rlog_history(ra->log, rp->hist, VT_EPOCH_HISTORY_MAX);
+    struct vt_epoch_entry *hist = vt_range_repl_hist(ra);
+    uint8_t *buf = ra->b->cores[rp->br->core]->repl_buf;
+    uint32_t n = vt_rlog_history(ra->log, hist, VT_EPOCH_HISTORY_MAX);
     struct vt_repl_fence m = {.range = rp->br->ident, .epoch = ra->fencing_epoch,
-                              .leader_next = vt_rlog_next_offset(ra->log), .history = rp->hist,
+                              .leader_next = vt_rlog_next_offset(ra->log), .history = hist,
                               .history_count = n};
     memcpy(m.leader_node, ra->b->cfg->node_uuid, 16);
     struct vt_wr w;
-    vt_wr_init(&w, rp->scratch, VT_EPOCH_HISTORY_MAX * 16 + 4096);
+    vt_wr_init(&w, buf, VT_REPL_SCRATCH_BYTES);
     vt_repl_encode_fence(&w, &m);
     VT_ASSERT(vt_wr_ok(&w));
     struct vt_peer_req_tag tag = {.range_idx = ra->idx, .follower = f, .gen = gen};
-    return vt_peer_link_send(link_of(rp, f), VT_K_REPL_FENCE, rp->scratch, w.len, &tag);
+    return vt_peer_link_send(link_of(rp, f), VT_K_REPL_FENCE, buf, w.len, &tag);
 }
 
 static void
@@ -450,7 +446,7 @@ vt_range_repl_answer(struct vt_range_actor *ra, const struct vt_peer_req_tag *ta
     if (sent_kind == VT_K_REPL_FENCE) {
         struct vt_repl_fence_resp m;
         if (rc == 0 && kind == VT_K_REPL_FENCE_RESP) {
-            rc = vt_repl_decode_fence_resp(payload, len, rp->hist, &m, &why);
+            rc = vt_repl_decode_fence_resp(payload, len, vt_range_repl_hist(ra), &m, &why);
             if (rc == 0 && m.held_epoch != ra->fencing_epoch)
                 rc = m.held_epoch > ra->fencing_epoch ? -ESTALE : -EPROTO;
         } else if (rc == 0) {

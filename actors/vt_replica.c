@@ -11,6 +11,7 @@
 
 #include "vt_codec.h"
 #include "vt_diag.h"
+#include "vt_epoch_history.h"
 #include "vt_frame.h"
 #include "vt_range.h"
 #include "vt_repl_proto.h"
@@ -612,9 +613,14 @@ int
 vt_replica_core_start(struct vt_broker *b, struct vt_core *core)
 {
     struct vt_replica_core *rc = calloc(1, sizeof(*rc));
+    struct vt_broker_core *bc = b->cores[vt_core_id(core)];
     if (rc == NULL)
         return -ENOMEM;
-    b->cores[vt_core_id(core)]->repl = rc;
+    bc->repl = rc;
+    bc->repl_hist = calloc(VT_EPOCH_HISTORY_MAX, sizeof(*bc->repl_hist));
+    bc->repl_buf = malloc(VT_REPL_SCRATCH_BYTES);
+    if (bc->repl_hist == NULL || bc->repl_buf == NULL)
+        return -ENOMEM;
     const struct vt_cfg_hostport *hp = &b->cfg->replication.listen;
     char err[256];
     rc->listener = vt_listener_open(core, hp->host, hp->port, b->tls, &b->peer_policy, on_accept,
@@ -655,6 +661,10 @@ void
 vt_replica_core_free(struct vt_broker *b, unsigned core)
 {
     struct vt_replica_core *rc = b->cores[core]->repl;
+    free(b->cores[core]->repl_hist);
+    free(b->cores[core]->repl_buf);
+    b->cores[core]->repl_hist = NULL;
+    b->cores[core]->repl_buf = NULL;
     if (rc == NULL)
         return;
     for (uint32_t p = 0; rc->links && p < b->cfg->replication.n_peers; p++)

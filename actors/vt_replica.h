@@ -25,6 +25,9 @@
 #include "vt_broker.h"
 #include "vt_runtime.h"
 
+/* Bytes of the per-core encode scratch (a fence with a full history). */
+#define VT_REPL_SCRATCH_BYTES (4096u * 16u + 4096u)
+
 struct vt_peer_link;
 struct vt_replica_core;
 
