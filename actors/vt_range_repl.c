@@ -419,11 +419,11 @@ static int
 answer_rc(uint16_t kind, const uint8_t *p, size_t len, const char *what, uint32_t f,
           struct vt_range_repl *rp)
 {
-    struct vt_repl_error_msg e;
+    struct vt_error_msg e;
     const char *why = NULL;
     if (kind != VT_K_REPL_ERROR)
         return -EBADMSG;
-    if (vt_repl_decode_error(p, len, &e, &why) != 0) {
+    if (vt_proto_decode_error(p, len, &e, &why) != 0) {
         VT_WARN_RL(1000, "range %s: undecodable %s error from follower %u: %s",
                    rp->br->ident.topic, what, f, why);
         return -EBADMSG;

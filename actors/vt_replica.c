@@ -383,7 +383,7 @@ rconn_error(struct vt_rconn *c, uint64_t id, uint16_t code, const char *text)
     uint8_t buf[VT_REPL_ERROR_TEXT_MAX + 64];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_error(&w, code, text);
+    vt_proto_encode_error(&w, code, text);
     rconn_write(c, VT_K_REPL_ERROR, id, buf, w.len);
 }
 
@@ -440,7 +440,7 @@ vt_replica_answer_error(struct vt_core *core, struct vt_rreq *r, uint16_t code, 
     if (r->resp != NULL) {
         struct vt_wr w;
         vt_wr_init(&w, r->resp, sizeof(text) + 16);
-        vt_repl_encode_error(&w, code, text);
+        vt_proto_encode_error(&w, code, text);
         r->resp_kind = VT_K_REPL_ERROR;
         r->resp_len = w.len;
     }

@@ -120,15 +120,15 @@ fuzz_multi_resp_and_error(const uint8_t *data, size_t size)
     }
     check(rc, why, &w, data, size);
 
-    static struct vt_repl_error_msg e;
+    static struct vt_error_msg e;
     why = NULL;
-    rc = vt_repl_decode_error(data, size, &e, &why);
+    rc = vt_proto_decode_error(data, size, &e, &why);
     if (rc == 0 && (e.retryable > 1 || strlen(e.message) > VT_REPL_ERROR_TEXT_MAX))
         abort();
-    bool canonical = rc == 0 && e.retryable == (vt_repl_error_retryable(e.code) ? 1 : 0);
+    bool canonical = rc == 0 && e.retryable == (vt_proto_error_retryable(e.code) ? 1 : 0);
     vt_wr_init(&w, out_buf, sizeof(out_buf));
     if (canonical)
-        vt_repl_encode_error(&w, e.code, e.message);
+        vt_proto_encode_error(&w, e.code, e.message);
     check(rc, why, canonical ? &w : NULL, data, size);
 }
 
@@ -258,7 +258,7 @@ seed_others(const char *dir, const struct vt_range_ident *r)
     vt_repl_encode_fence_resp(&w, &fr);
     bad |= put(dir, "fence_resp", &w);
     vt_wr_init(&w, out_buf, sizeof(out_buf));
-    vt_repl_encode_error(&w, VT_REPL_E_OVERLOADED, "busy");
+    vt_proto_encode_error(&w, VT_REPL_E_OVERLOADED, "busy");
     bad |= put(dir, "error", &w);
     return bad;
 }

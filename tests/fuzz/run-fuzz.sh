@@ -37,14 +37,14 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" 2>"$o
 fi
 
 CFLAGS=(-g -O1 -std=c11 -D_GNU_SOURCE -msse4.2 -mpclmul -Wall -Wextra
-        -Wno-unknown-warning-option -I"$SRC/runtime" -I"$SRC/log" -I"$SRC/replication"
+        -Wno-unknown-warning-option -I"$SRC/runtime" -I"$SRC/log" -I"$SRC/replication" -I"$SRC/proto"
         -I"$SRC/meta" -I"$BSSL_INC")
 LIBS=(-L"$BSSL_LIB" -Wl,-rpath,"$BSSL_LIB" -lcrypto -lpthread)
 COMMON=("$SRC/runtime/vt_crc32c.c" "$SRC/runtime/vt_codec.c" "$SRC/log/vt_batch.c"
         "$SRC/log/vt_log_types.c" "$SRC/log/vt_manifest.c" "$SRC/tests/fuzz/fuzz_stubs.c")
 SAN=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 # repl_proto also needs the replica-plane codecs and the epoch list codec.
-REPL=("$SRC/replication/vt_repl_proto.c" "$SRC/log/vt_epoch_history.c" "$SRC/log/vt_fsutil.c"
+REPL=("$SRC/proto/vt_repl_proto.c" "$SRC/proto/vt_proto_err.c" "$SRC/log/vt_epoch_history.c" "$SRC/log/vt_fsutil.c"
       "$SRC/runtime/vt_file.c" "$SRC/runtime/vt_diag.c")
 # meta_wire needs the meta peer-plane codec, the frame codec and libraft.
 META=("$SRC/meta/vt_meta_wire.c" "$SRC/runtime/vt_frame.c")

@@ -557,9 +557,9 @@ exchange(struct rs_conn *c, uint16_t kind, const uint8_t *payload, size_t len, s
 static enum rs_outcome
 print_error(const struct rs_frame *a)
 {
-    struct vt_repl_error_msg e;
+    struct vt_error_msg e;
     const char *why = NULL;
-    if (vt_repl_decode_error(a->payload, a->len, &e, &why) != 0) {
+    if (vt_proto_decode_error(a->payload, a->len, &e, &why) != 0) {
         printf("answer Error undecodable: %s\n", why);
         return RS_OTHER;
     }

@@ -208,8 +208,8 @@ dec_fence_resp(const uint8_t *p, size_t len, const char **why)
 static inline int
 dec_error(const uint8_t *p, size_t len, const char **why)
 {
-    static struct vt_repl_error_msg m;
-    return vt_repl_decode_error(p, len, &m, why);
+    static struct vt_error_msg m;
+    return vt_proto_decode_error(p, len, &m, why);
 }
 
 /* One valid payload per message kind, written into `out`. */
@@ -301,7 +301,7 @@ encode_sample_w(size_t idx, struct vt_wr *w)
     case 8: vt_repl_encode_history_resp(w, &S.history_resp); break;
     case 9: vt_repl_encode_fence(w, &S.fence); break;
     case 10: vt_repl_encode_fence_resp(w, &S.fence_resp); break;
-    case 11: vt_repl_encode_error(w, VT_REPL_E_STORAGE, "disk full"); break;
+    case 11: vt_proto_encode_error(w, VT_REPL_E_STORAGE, "disk full"); break;
     default: fail();
     }
 }

@@ -57,8 +57,9 @@
 #include "vt_codec.h"
 #include "vt_epoch_history.h"
 #include "vt_log_types.h"
+#include "vt_proto_err.h"
 
-#define VT_REPL_ERROR_TEXT_MAX 4096u
+#define VT_REPL_ERROR_TEXT_MAX VT_PROTO_ERROR_TEXT_MAX
 #define VT_REPL_MULTI_MAX 256u
 #define VT_REPL_NODE_ID_BYTES 16u
 
@@ -196,18 +197,13 @@ struct vt_repl_fence_resp {
     uint32_t history_count;
 };
 
-/* Kind 40. */
-struct vt_repl_error_msg {
-    uint16_t code;
-    uint8_t retryable;
-    char message[VT_REPL_ERROR_TEXT_MAX + 1]; /* NUL-terminated */
-};
+/* Kind 40 is struct vt_error_msg with vt_proto_encode_error /
+ * vt_proto_decode_error (proto/vt_proto_err.h): the same bytes on both planes. */
 
 /* "ReplicaAppend", ... or "Unknown". */
 const char *vt_repl_kind_name(uint16_t kind);
 /* "Fenced", ... or "Unknown". */
 const char *vt_repl_error_name(uint16_t code);
-bool vt_repl_error_retryable(uint16_t code);
 
 /* ---- encoders: write with `w`, check vt_wr_ok(w) once at the end ---------- */
 
@@ -229,15 +225,11 @@ void vt_repl_encode_history(struct vt_wr *w, const struct vt_repl_history *m);
 void vt_repl_encode_history_resp(struct vt_wr *w, const struct vt_repl_history_resp *m);
 void vt_repl_encode_fence(struct vt_wr *w, const struct vt_repl_fence *m);
 void vt_repl_encode_fence_resp(struct vt_wr *w, const struct vt_repl_fence_resp *m);
-/* retryable is derived from the code; the message is cut to 4096 bytes at a
- * UTF-8 boundary, and text that is not valid UTF-8 is sent with its non-ASCII
- * bytes replaced by '?' (the decoder would refuse it otherwise). */
-void vt_repl_encode_error(struct vt_wr *w, uint16_t code, const char *message);
 
 /* ---- decoders ---------------------------------------------------------------
  * Return 0, or -EBADMSG / -EMSGSIZE with *why naming the field (a string
- * literal or a thread-local buffer valid until the next vt_repl decode on
- * this thread). Outputs are unspecified on error. */
+ * literal or the thread-local buffer of proto/vt_proto_err.h, valid until the
+ * next proto decode on this thread). Outputs are unspecified on error. */
 
 int vt_repl_decode_append(const uint8_t *p, size_t len, const struct vt_repl_limits *lim,
                           struct vt_repl_append *m, const char **why) VT_MUST_USE;
@@ -267,7 +259,5 @@ int vt_repl_decode_fence(const uint8_t *p, size_t len, struct vt_epoch_entry *hi
                          struct vt_repl_fence *m, const char **why) VT_MUST_USE;
 int vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
                               struct vt_repl_fence_resp *m, const char **why) VT_MUST_USE;
-int vt_repl_decode_error(const uint8_t *p, size_t len, struct vt_repl_error_msg *m,
-                         const char **why) VT_MUST_USE;
 
 #endif

@@ -384,7 +384,7 @@ test_vt_repl_decode_history_count_over_max(void **state)
 }
 
 static void
-test_vt_repl_decode_error_bad_fields(void **state)
+test_vt_proto_decode_error_bad_fields(void **state)
 {
     (void)state;
     const char *why = NULL;
@@ -462,7 +462,7 @@ main(void)
         cmocka_unit_test(test_vt_repl_decode_durable_beyond_next),
         cmocka_unit_test(test_vt_repl_decode_history_not_monotonic),
         cmocka_unit_test(test_vt_repl_decode_history_count_over_max),
-        cmocka_unit_test(test_vt_repl_decode_error_bad_fields),
+        cmocka_unit_test(test_vt_proto_decode_error_bad_fields),
         cmocka_unit_test(test_vt_repl_decode_random_flips),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);

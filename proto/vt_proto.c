@@ -30,25 +30,7 @@ vt_proto_error_name(uint16_t code)
     }
 }
 
-bool
-vt_proto_error_retryable(uint16_t code)
-{
-    return code == VT_E_OVERLOADED || code == VT_E_STORAGE;
-}
-
 /* ---- shared pieces ------------------------------------------------------ */
-
-/* The reader's message lives in the decoder's own stack frame (struct
- * vt_rd.msg); copy it out so the caller's *why outlives the decoder. Valid
- * until the next vt_proto decode on this thread. */
-static _Thread_local char vt_proto_why_buf[sizeof(((struct vt_rd *)0)->msg)];
-
-static const char *
-keep_why(const struct vt_rd *r)
-{
-    snprintf(vt_proto_why_buf, sizeof(vt_proto_why_buf), "%s", r->err ? r->err : "malformed");
-    return vt_proto_why_buf;
-}
 
 /* The range identity codec lives in log/ (shared with the replica plane);
  * its reader messages live in `r`, so keep them past this decoder. */
@@ -57,7 +39,7 @@ dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
 {
     int rc = vt_range_ident_decode(r, out, why);
     if (rc != 0 && r->err != NULL)
-        *why = keep_why(r);
+        return vt_proto_fail(r, why);
     return rc;
 }
 
@@ -66,30 +48,11 @@ dec_fixed_str(struct vt_rd *r, const char *field, char *out, size_t max, const c
 {
     const char *s;
     uint32_t n;
-    if (vt_rd_str(r, field, (uint32_t)max, &s, &n)) {
-        *why = keep_why(r);
-        return r->err_code;
-    }
+    if (vt_rd_str(r, field, (uint32_t)max, &s, &n))
+        return vt_proto_fail(r, why);
     memcpy(out, s, n);
     out[n] = '\0';
     return 0;
-}
-
-static int
-finish(struct vt_rd *r, const char **why)
-{
-    if (vt_rd_done(r)) {
-        *why = keep_why(r);
-        return r->err_code;
-    }
-    return 0;
-}
-
-static int
-fail(struct vt_rd *r, const char **why)
-{
-    *why = keep_why(r);
-    return r->err_code ? r->err_code : -EBADMSG;
 }
 
 /* ---- hello ----------------------------------------------------------------- */
@@ -118,7 +81,7 @@ vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hell
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     if (vt_rd_raw(&r, "cluster_id", 16, &cid))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->cluster_id, cid, 16);
     int rc = dec_fixed_str(&r, "principal", m->principal, VT_PROTO_PRINCIPAL_MAX, why);
     if (rc != 0)
@@ -128,13 +91,13 @@ vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hell
         vt_rd_u32(&r, "max_records", &m->max_records) ||
         vt_rd_u32(&r, "max_inflight", &m->max_inflight) ||
         vt_rd_u64(&r, "window", &m->window) || vt_rd_raw(&r, "nonce", 32, &nonce))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->nonce, nonce, 32);
     if (m->role < VT_ROLE_PRODUCER || m->role > VT_ROLE_ADMIN) {
         *why = "role: must be 1 (producer), 2 (consumer), 3 (peer) or 4 (admin)";
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 void
@@ -160,7 +123,7 @@ vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hell
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     if (vt_rd_raw(&r, "cluster_id", 16, &cid))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->cluster_id, cid, 16);
     int rc = dec_fixed_str(&r, "node_id", m->node_id, VT_PROTO_PRINCIPAL_MAX, why);
     if (rc != 0)
@@ -170,9 +133,9 @@ vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hell
         vt_rd_u32(&r, "max_records", &m->max_records) ||
         vt_rd_u32(&r, "max_inflight", &m->max_inflight) ||
         vt_rd_u64(&r, "window", &m->window) || vt_rd_raw(&r, "nonce", 32, &nonce))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->nonce, nonce, 32);
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 int
@@ -235,13 +198,13 @@ vt_proto_decode_produce(const uint8_t *p, size_t len, uint32_t max_batch,
     if (vt_rd_u64(&r, "fencing_epoch", &m->fencing_epoch) ||
         vt_rd_u8(&r, "durability", &m->durability) ||
         vt_rd_bytes(&r, "batch", max_batch, &m->batch, &blen))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     m->batch_len = blen;
     if (m->durability < VT_DUR_BUFFERED || m->durability > VT_DUR_QUORUM) {
         *why = "durability: must be 1 (buffered), 2 (local) or 3 (quorum)";
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 void
@@ -263,12 +226,12 @@ vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_res
         vt_rd_u32(&r, "record_count", &m->record_count) ||
         vt_rd_u8(&r, "duplicate", &m->duplicate) ||
         vt_rd_u64(&r, "committed_next", &m->committed_next))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     if (m->duplicate > 1) {
         *why = "duplicate: must be 0 or 1";
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 /* ---- fetch ---------------------------------------------------------------- */
@@ -295,12 +258,12 @@ vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m, cons
     if (vt_rd_u64(&r, "fencing_epoch", &m->fencing_epoch) || vt_rd_u64(&r, "start", &m->start) ||
         vt_rd_u32(&r, "max_bytes", &m->max_bytes) ||
         vt_rd_u32(&r, "max_records", &m->max_records))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     if (m->max_bytes == 0 || m->max_records == 0) {
         *why = "max_bytes and max_records must be > 0";
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 void
@@ -320,13 +283,13 @@ vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_resp *m
     vt_rd_init(&r, p, len);
     if (vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
         vt_rd_bytes(&r, "batches", VT_FRAME_ABSOLUTE_MAX_BYTES, &m->batches, &blen))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     m->batches_len = blen;
     if (m->next_offset > m->hwm) {
         *why = "next_offset beyond the high-water mark";
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 /* ---- window, error -------------------------------------------------------- */
@@ -344,40 +307,12 @@ vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     if (vt_rd_u64(&r, "additional_bytes", additional))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     if (*additional == 0) {
         *why = "additional_bytes must be > 0";
         return -EBADMSG;
     }
-    return finish(&r, why);
-}
-
-void
-vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message)
-{
-    size_t n = strlen(message);
-    if (n > VT_PROTO_ERROR_TEXT_MAX)
-        n = VT_PROTO_ERROR_TEXT_MAX;
-    vt_wr_u16(w, code);
-    vt_wr_u8(w, vt_proto_error_retryable(code) ? 1 : 0);
-    vt_wr_bytes(w, message, n);
-}
-
-int
-vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m, const char **why)
-{
-    struct vt_rd r;
-    vt_rd_init(&r, p, len);
-    if (vt_rd_u16(&r, "code", &m->code) || vt_rd_u8(&r, "retryable", &m->retryable))
-        return fail(&r, why);
-    int rc = dec_fixed_str(&r, "message", m->message, VT_PROTO_ERROR_TEXT_MAX, why);
-    if (rc != 0)
-        return rc;
-    if (m->retryable > 1) {
-        *why = "retryable: must be 0 or 1";
-        return -EBADMSG;
-    }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 /* ---- node status ----------------------------------------------------------- */
@@ -419,7 +354,7 @@ static int
 dec_replicas(struct vt_rd *r, struct vt_range_status *s, const char **why)
 {
     if (vt_rd_u8(r, "role", &s->role) || vt_rd_u8(r, "n_replicas", &s->n_replicas))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     if (s->role > VT_RS_ROLE_FOLLOWER) {
         *why = "role: must be 0, 1 or 2";
         return -EBADMSG;
@@ -442,7 +377,7 @@ dec_replicas(struct vt_rd *r, struct vt_range_status *s, const char **why)
             vt_rd_u64(r, "replica.resyncs", &x->resyncs) ||
             vt_rd_u64(r, "replica.fences", &x->fences) ||
             vt_rd_u64(r, "replica.truncated", &x->truncated))
-            return fail(r, why);
+            return vt_proto_fail(r, why);
         memcpy(x->node, node, 16);
         if (x->reachable > 1 || x->state > 2) {
             *why = "replica.reachable must be 0/1 and replica.state 0..2";
@@ -462,7 +397,7 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
     if (rc != 0)
         return rc;
     if (vt_rd_u32(&r, "n_ranges", &m->n_ranges))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     if (m->n_ranges > VT_PROTO_STATUS_MAX_RANGES) {
         *why = "n_ranges exceeds 4096";
         return -EMSGSIZE;
@@ -477,7 +412,7 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
             vt_rd_u64(&r, "next_offset", &s->next_offset) ||
             vt_rd_u64(&r, "committed", &s->committed) || vt_rd_u64(&r, "hwm", &s->hwm) ||
             vt_rd_u8(&r, "state", &s->state))
-            return fail(&r, why);
+            return vt_proto_fail(&r, why);
         if (s->state > 2) {
             *why = "state: must be 0, 1 or 2";
             return -EBADMSG;
@@ -486,5 +421,5 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
         if (rc != 0)
             return rc;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }

@@ -1,11 +1,46 @@
-/* The native data-plane protocol, v1: message structs and their codecs
- * (docs/PROTOCOL.md has the byte tables). Every message travels in one frame
- * (runtime/vt_frame.h: 40-byte header, CRC32C, negotiated max size); this
- * file encodes and decodes frame payloads. Decoders treat bytes as
- * untrusted: every length is checked against its limit before use, strings
- * are validated, and trailing bytes are refused; failures return -EBADMSG
- * (or -EMSGSIZE for an over-limit length) with a message naming the field.
- * Pure code: no I/O, safe on any thread. */
+/* The native (client) protocol, v1: message structs and their codecs.
+ * Every message travels in one frame (runtime/vt_frame.h: 40-byte header,
+ * CRC32C, negotiated max size); this file encodes and decodes frame
+ * payloads. docs/PROTOCOL.md has the rules around them (order of checks,
+ * sessions, errors).
+ *
+ * Payloads, integers big-endian. `str` = u32 length + UTF-8 without NUL;
+ * `bytes` = u32 length + data; `uuid` = 16 raw bytes; `range` = topic str
+ * (1..249 bytes of [A-Za-z0-9._-]) | topic_epoch u64 | range_id uuid |
+ * range_generation u64 (log/vt_log_types.h, the same bytes on every plane).
+ *
+ *   kind  message              fields
+ *   1     ClientHello          cluster_id uuid | principal str (<= 64) | role u8 (1..4) |
+ *                              min_major u16 | max_major u16 | max_frame u32 |
+ *                              max_records u32 | max_inflight u32 | window u64 |
+ *                              nonce 32 B
+ *   2     ServerHello          cluster_id uuid | node_id str (<= 64) | major u16 |
+ *                              minor u16 | max_frame u32 | max_records u32 |
+ *                              max_inflight u32 | window u64 | nonce 32 B
+ *   10    Produce              range | fencing_epoch u64 | durability u8 (1..3) |
+ *                              batch bytes (one record batch, log/vt_batch.h)
+ *   11    ProduceResponse      base_offset u64 | record_count u32 | duplicate u8 (0/1) |
+ *                              committed_next u64
+ *   20    Fetch                range | fencing_epoch u64 (0 = any) | start u64 |
+ *                              max_bytes u32 (> 0) | max_records u32 (1..65536)
+ *   21    FetchResponse        next_offset u64 | hwm u64 | batches bytes (whole batches)
+ *   30    WindowUpdate         additional_bytes u64 (> 0)
+ *   40    Error                proto/vt_proto_err.h (code u16 | retryable u8 | message str)
+ *   50/51 Ping / Pong          empty
+ *   90    NodeStatus           empty
+ *   91    NodeStatusResponse   node_id str | n u32 (<= 4096) | n x range status, where
+ *                              range status = range | fencing_epoch u64 | start_offset u64 |
+ *                              next_offset u64 | committed u64 | hwm u64 | state u8 (0..2) |
+ *                              role u8 (0..2) | n_replicas u8 (<= 7) | n_replicas x
+ *                              (node uuid | reachable u8 | state u8 | durable u64 |
+ *                              send_next u64 | lag u64 | inflight_requests u32 |
+ *                              inflight_bytes u64 | resyncs u64 | fences u64 |
+ *                              truncated u64)
+ *
+ * Decoders treat bytes as untrusted: every length is checked against its
+ * limit before use, strings are validated, and trailing bytes are refused;
+ * failures return -EBADMSG (or -EMSGSIZE for an over-limit length) with a
+ * reason naming the field. Pure code: no I/O, safe on any thread. */
 #ifndef VT_PROTO_H
 #define VT_PROTO_H
 
@@ -16,11 +51,11 @@
 #include "vt_assert.h"
 #include "vt_codec.h"
 #include "vt_log_types.h"
+#include "vt_proto_err.h"
 
 #define VT_PROTO_MAJOR 1u
 #define VT_PROTO_MINOR 0u
 #define VT_PROTO_PRINCIPAL_MAX 64u
-#define VT_PROTO_ERROR_TEXT_MAX 4096u
 #define VT_PROTO_DEFAULT_MAX_RECORDS 4096u
 #define VT_PROTO_ABSOLUTE_MAX_RECORDS 65536u
 #define VT_PROTO_MAX_WINDOW (64ull << 20)
@@ -58,7 +93,6 @@ enum vt_proto_error {
     VT_E_SEQUENCE_FIRST = 16,    /* a new producer epoch must start at sequence 0 */
 };
 const char *vt_proto_error_name(uint16_t code);
-bool vt_proto_error_retryable(uint16_t code);
 
 enum vt_proto_role {
     VT_ROLE_PRODUCER = 1,
@@ -165,11 +199,6 @@ struct vt_node_status_resp {
     struct vt_range_status *ranges; /* decode: caller array of VT_PROTO_STATUS_MAX_RANGES */
 };
 
-struct vt_error_msg {
-    uint16_t code;
-    uint8_t retryable;
-    char message[VT_PROTO_ERROR_TEXT_MAX + 1];
-};
 
 /* Encoders write a payload with `w` (check vt_wr_ok once at the end). */
 void vt_proto_encode_client_hello(struct vt_wr *w, const struct vt_client_hello *m);
@@ -179,7 +208,6 @@ void vt_proto_encode_produce_resp(struct vt_wr *w, const struct vt_produce_resp 
 void vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m);
 void vt_proto_encode_fetch_resp(struct vt_wr *w, const struct vt_fetch_resp *m);
 void vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes);
-void vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message);
 void vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_resp *m);
 
 /* Decoders: 0, or -EBADMSG/-EMSGSIZE with *why naming the field (a string
@@ -199,8 +227,6 @@ int vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_res
                                const char **why) VT_MUST_USE;
 int vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional,
                                   const char **why) VT_MUST_USE;
-int vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m,
-                          const char **why) VT_MUST_USE;
 /* m->ranges must point at VT_PROTO_STATUS_MAX_RANGES entries. */
 int vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_status_resp *m,
                                      const char **why) VT_MUST_USE;

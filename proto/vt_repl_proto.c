@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,52 +42,15 @@ vt_repl_error_name(uint16_t code)
     }
 }
 
-bool
-vt_repl_error_retryable(uint16_t code)
-{
-    return code == VT_REPL_E_OVERLOADED || code == VT_REPL_E_STORAGE;
-}
 
 /* ---- shared pieces ------------------------------------------------------ */
-
-/* Messages handed to callers: the reader's own message lives in the
- * decoder's stack frame, and formatted messages need a home, so both are
- * copied here. Valid until the next vt_repl decode on this thread. */
-static _Thread_local char vt_repl_why_buf[256];
-
-static const char *why_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static const char *
-why_fmt(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(vt_repl_why_buf, sizeof(vt_repl_why_buf), fmt, ap);
-    va_end(ap);
-    return vt_repl_why_buf;
-}
-
-static int
-fail(struct vt_rd *r, const char **why)
-{
-    *why = why_fmt("%s", r->err ? r->err : "malformed");
-    return r->err_code ? r->err_code : -EBADMSG;
-}
-
-static int
-finish(struct vt_rd *r, const char **why)
-{
-    if (vt_rd_done(r) != 0)
-        return fail(r, why);
-    return 0;
-}
 
 static int
 dec_range(struct vt_rd *r, struct vt_range_ident *out, const char **why)
 {
     int rc = vt_range_ident_decode(r, out, why);
     if (rc != 0 && r->err != NULL)
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     return rc;
 }
 
@@ -106,36 +68,10 @@ static int
 check_durable(uint64_t durable, uint64_t next_offset, const char **why)
 {
     if (durable > next_offset) {
-        *why = why_fmt("durable %" PRIu64 " beyond next_offset %" PRIu64, durable, next_offset);
+        *why = vt_proto_why("durable %" PRIu64 " beyond next_offset %" PRIu64, durable, next_offset);
         return -EBADMSG;
     }
     return 0;
-}
-
-/* Error text: at most 4096 bytes, cut at a UTF-8 boundary; text that is
- * still not valid UTF-8 without NUL goes out with those bytes as '?'. */
-static void
-enc_text(struct vt_wr *w, const char *s, size_t n)
-{
-    VT_ASSERT(s != NULL || n == 0);
-    if (n > VT_REPL_ERROR_TEXT_MAX) {
-        n = VT_REPL_ERROR_TEXT_MAX;
-        while (n > 0 && ((uint8_t)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    size_t bad_at = 0;
-    if (vt_codec_utf8_check(s, n, true, &bad_at) == 0) {
-        vt_wr_bytes(w, s, n);
-        return;
-    }
-    uint8_t *at = vt_wr_reserve(w, 4 + n);
-    if (at == NULL)
-        return;
-    vt_be32_put(at, (uint32_t)n);
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = (uint8_t)s[i];
-        at[4 + i] = (c == 0 || c >= 0x80) ? '?' : c;
-    }
 }
 
 static void
@@ -159,18 +95,18 @@ dec_history(struct vt_rd *r, struct vt_epoch_entry *hist, const struct vt_epoch_
     uint32_t n = 0;
     const uint8_t *raw = NULL;
     if (vt_rd_u32(r, "history.count", &n))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     if (n > VT_EPOCH_HISTORY_MAX) {
-        *why = why_fmt("history.count %" PRIu32 " exceeds %u", n, VT_EPOCH_HISTORY_MAX);
+        *why = vt_proto_why("history.count %" PRIu32 " exceeds %u", n, VT_EPOCH_HISTORY_MAX);
         return -EMSGSIZE;
     }
     if (vt_rd_raw(r, "history.entries", (size_t)n * VT_EPOCH_LIST_ENTRY_BYTES, &raw))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     const char *lwhy = NULL;
     uint32_t got = 0;
     int rc = vt_epoch_list_decode(r->p + start, r->pos - start, hist, &got, &lwhy);
     if (rc != 0) {
-        *why = why_fmt("history: %s", lwhy ? lwhy : "invalid");
+        *why = vt_proto_why("history: %s", lwhy ? lwhy : "invalid");
         return rc;
     }
     VT_ASSERT(got == n);
@@ -223,22 +159,22 @@ check_batches(struct vt_repl_append *m, const struct vt_repl_limits *lim, const 
         int rc = vt_batch_validate(m->batches + pos, left, lim->max_batch_bytes,
                                    lim->max_record_bytes, &h, &bwhy);
         if (rc == -EAGAIN) {
-            *why = why_fmt("batches: batch %" PRIu32 " at byte %zu is cut short (%zu bytes left)",
+            *why = vt_proto_why("batches: batch %" PRIu32 " at byte %zu is cut short (%zu bytes left)",
                            i, pos, left);
             return -EBADMSG;
         }
         if (rc != 0) {
-            *why = why_fmt("batches: batch %" PRIu32 " at byte %zu: %s", i, pos,
+            *why = vt_proto_why("batches: batch %" PRIu32 " at byte %zu: %s", i, pos,
                            bwhy ? bwhy : "invalid");
             return -EBADMSG;
         }
         if (h.base_offset != next) {
             if (i == 0)
-                *why = why_fmt("batches: first batch base_offset %" PRIu64
+                *why = vt_proto_why("batches: first batch base_offset %" PRIu64
                                " != expected_base %" PRIu64,
                                h.base_offset, next);
             else
-                *why = why_fmt("batches: batch %" PRIu32 " base_offset %" PRIu64
+                *why = vt_proto_why("batches: batch %" PRIu32 " base_offset %" PRIu64
                                ", expected %" PRIu64 " (batches must be contiguous)",
                                i, h.base_offset, next);
             return -EBADMSG;
@@ -270,11 +206,11 @@ vt_repl_decode_append(const uint8_t *p, size_t len, const struct vt_repl_limits 
         vt_rd_raw(&r, "leader_node", VT_REPL_NODE_ID_BYTES, &node) ||
         vt_rd_u64(&r, "expected_base", &m->expected_base) || vt_rd_u64(&r, "hwm", &m->hwm) ||
         vt_rd_bytes(&r, "batches", lim->max_batches_bytes, &m->batches, &m->batches_len))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->leader_node, node, VT_REPL_NODE_ID_BYTES);
     rc = check_epoch_nonzero(m->epoch, why);
     if (rc == 0)
-        rc = finish(&r, why);
+        rc = vt_proto_finish(&r, why);
     if (rc == 0)
         rc = check_batches(m, lim, why);
     return rc;
@@ -300,7 +236,7 @@ dec_append_resp_body(struct vt_rd *r, struct vt_repl_append_resp *m, const char 
         return rc;
     if (vt_rd_u64(r, "epoch", &m->epoch) || vt_rd_u64(r, "durable", &m->durable) ||
         vt_rd_u64(r, "next_offset", &m->next_offset))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     return check_durable(m->durable, m->next_offset, why);
 }
 
@@ -313,7 +249,7 @@ vt_repl_decode_append_resp(const uint8_t *p, size_t len, struct vt_repl_append_r
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     int rc = dec_append_resp_body(&r, m, why);
-    return rc != 0 ? rc : finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
 /* ---- HWM update (62) -------------------------------------------------------- */
@@ -337,9 +273,9 @@ vt_repl_decode_hwm(const uint8_t *p, size_t len, struct vt_repl_hwm *m, const ch
     if (rc != 0)
         return rc;
     if (vt_rd_u64(&r, "epoch", &m->epoch) || vt_rd_u64(&r, "hwm", &m->hwm))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     rc = check_epoch_nonzero(m->epoch, why);
-    return rc != 0 ? rc : finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
 /* ---- append multi (63) and its response (64) ------------------------------- */
@@ -365,13 +301,13 @@ static int
 dec_multi_count(struct vt_rd *r, uint32_t *n, const char **why)
 {
     if (vt_rd_u32(r, "count", n))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     if (*n == 0) {
         *why = "count: must be >= 1";
         return -EBADMSG;
     }
     if (*n > VT_REPL_MULTI_MAX) {
-        *why = why_fmt("count %" PRIu32 " exceeds %u", *n, VT_REPL_MULTI_MAX);
+        *why = vt_proto_why("count %" PRIu32 " exceeds %u", *n, VT_REPL_MULTI_MAX);
         return -EMSGSIZE;
     }
     return 0;
@@ -395,17 +331,17 @@ vt_repl_decode_append_multi(const uint8_t *p, size_t len, const struct vt_repl_l
         uint32_t body_len = 0;
         snprintf(field, sizeof(field), "append[%" PRIu32 "]", i);
         if (vt_rd_bytes(&r, field, UINT32_MAX, &body, &body_len))
-            return fail(&r, why);
+            return vt_proto_fail(&r, why);
         const char *inner = NULL;
         rc = vt_repl_decode_append(body, body_len, lim, &out[i], &inner);
         if (rc != 0) {
-            char copy[sizeof(vt_repl_why_buf)];
+            char copy[256];
             snprintf(copy, sizeof(copy), "%s", inner ? inner : "invalid");
-            *why = why_fmt("%s: %s", field, copy);
+            *why = vt_proto_why("%s: %s", field, copy);
             return rc;
         }
     }
-    rc = finish(&r, why);
+    rc = vt_proto_finish(&r, why);
     if (rc == 0)
         *n = count;
     return rc;
@@ -424,7 +360,7 @@ vt_repl_encode_append_multi_resp(struct vt_wr *w, const struct vt_repl_multi_res
             vt_repl_encode_append_resp(w, &e[i].resp);
         } else {
             vt_wr_u16(w, e[i].err_code);
-            enc_text(w, e[i].err_text, e[i].err_text_len);
+            vt_proto_encode_text(w, e[i].err_text, e[i].err_text_len);
         }
     }
 }
@@ -433,7 +369,7 @@ static int
 dec_multi_resp_entry(struct vt_rd *r, struct vt_repl_multi_resp_entry *e, const char **why)
 {
     if (vt_rd_u8(r, "tag", &e->tag))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     if (e->tag == VT_REPL_MULTI_OK)
         return dec_append_resp_body(r, &e->resp, why);
     if (e->tag != VT_REPL_MULTI_ERR) {
@@ -442,7 +378,7 @@ dec_multi_resp_entry(struct vt_rd *r, struct vt_repl_multi_resp_entry *e, const 
     }
     if (vt_rd_u16(r, "code", &e->err_code) ||
         vt_rd_str(r, "message", VT_REPL_ERROR_TEXT_MAX, &e->err_text, &e->err_text_len))
-        return fail(r, why);
+        return vt_proto_fail(r, why);
     return 0;
 }
 
@@ -463,13 +399,13 @@ vt_repl_decode_append_multi_resp(const uint8_t *p, size_t len, struct vt_repl_mu
         const char *inner = NULL;
         rc = dec_multi_resp_entry(&r, &out[i], &inner);
         if (rc != 0) {
-            char copy[sizeof(vt_repl_why_buf)];
+            char copy[256];
             snprintf(copy, sizeof(copy), "%s", inner ? inner : "invalid");
-            *why = why_fmt("entry[%" PRIu32 "]: %s", i, copy);
+            *why = vt_proto_why("entry[%" PRIu32 "]: %s", i, copy);
             return rc;
         }
     }
-    rc = finish(&r, why);
+    rc = vt_proto_finish(&r, why);
     if (rc == 0)
         *n = count;
     return rc;
@@ -495,8 +431,8 @@ vt_repl_decode_status(const uint8_t *p, size_t len, struct vt_repl_status *m, co
     if (rc != 0)
         return rc;
     if (vt_rd_u64(&r, "epoch", &m->epoch))
-        return fail(&r, why);
-    return finish(&r, why);
+        return vt_proto_fail(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 void
@@ -524,16 +460,16 @@ vt_repl_decode_status_resp(const uint8_t *p, size_t len, struct vt_repl_status_r
     if (vt_rd_u64(&r, "held_epoch", &m->held_epoch) || vt_rd_u64(&r, "durable", &m->durable) ||
         vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
         vt_rd_u64(&r, "start_offset", &m->start_offset))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     rc = check_durable(m->durable, m->next_offset, why);
     if (rc != 0)
         return rc;
     if (m->start_offset > m->next_offset) {
-        *why = why_fmt("start_offset %" PRIu64 " beyond next_offset %" PRIu64, m->start_offset,
+        *why = vt_proto_why("start_offset %" PRIu64 " beyond next_offset %" PRIu64, m->start_offset,
                        m->next_offset);
         return -EBADMSG;
     }
-    return finish(&r, why);
+    return vt_proto_finish(&r, why);
 }
 
 /* ---- epoch history (67/68) ----------------------------------------------------- */
@@ -552,7 +488,7 @@ vt_repl_decode_history(const uint8_t *p, size_t len, struct vt_repl_history *m, 
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
     int rc = dec_range(&r, &m->range, why);
-    return rc != 0 ? rc : finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
 void
@@ -573,7 +509,7 @@ vt_repl_decode_history_resp(const uint8_t *p, size_t len, struct vt_epoch_entry 
     int rc = dec_range(&r, &m->range, why);
     if (rc == 0)
         rc = dec_history(&r, hist, &m->history, &m->history_count, why);
-    return rc != 0 ? rc : finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
 /* ---- fence (75/76) ---------------------------------------------------------------- */
@@ -603,12 +539,12 @@ vt_repl_decode_fence(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
     if (vt_rd_u64(&r, "epoch", &m->epoch) ||
         vt_rd_raw(&r, "leader_node", VT_REPL_NODE_ID_BYTES, &node) ||
         vt_rd_u64(&r, "leader_next", &m->leader_next))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     memcpy(m->leader_node, node, VT_REPL_NODE_ID_BYTES);
     rc = check_epoch_nonzero(m->epoch, why);
     if (rc == 0)
         rc = dec_history(&r, hist, &m->history, &m->history_count, why);
-    return rc != 0 ? rc : finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
 void
@@ -637,41 +573,9 @@ vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *h
     if (vt_rd_u64(&r, "held_epoch", &m->held_epoch) || vt_rd_u64(&r, "durable", &m->durable) ||
         vt_rd_u64(&r, "next_offset", &m->next_offset) || vt_rd_u64(&r, "hwm", &m->hwm) ||
         vt_rd_u64(&r, "truncated_records", &m->truncated_records))
-        return fail(&r, why);
+        return vt_proto_fail(&r, why);
     rc = check_durable(m->durable, m->next_offset, why);
     if (rc == 0)
         rc = dec_history(&r, hist, &m->history, &m->history_count, why);
-    return rc != 0 ? rc : finish(&r, why);
-}
-
-/* ---- error (40) -------------------------------------------------------------------- */
-
-void
-vt_repl_encode_error(struct vt_wr *w, uint16_t code, const char *message)
-{
-    VT_ASSERT(message != NULL);
-    vt_wr_u16(w, code);
-    vt_wr_u8(w, vt_repl_error_retryable(code) ? 1 : 0);
-    enc_text(w, message, strlen(message));
-}
-
-int
-vt_repl_decode_error(const uint8_t *p, size_t len, struct vt_repl_error_msg *m, const char **why)
-{
-    VT_ASSERT(m != NULL && why != NULL);
-    struct vt_rd r;
-    const char *s = NULL;
-    uint32_t n = 0;
-    vt_rd_init(&r, p, len);
-    memset(m, 0, sizeof(*m));
-    if (vt_rd_u16(&r, "code", &m->code) || vt_rd_u8(&r, "retryable", &m->retryable) ||
-        vt_rd_str(&r, "message", VT_REPL_ERROR_TEXT_MAX, &s, &n))
-        return fail(&r, why);
-    if (m->retryable > 1) {
-        *why = "retryable: must be 0 or 1";
-        return -EBADMSG;
-    }
-    memcpy(m->message, s, n);
-    m->message[n] = '\0';
-    return finish(&r, why);
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
 }

@@ -50,20 +50,20 @@ test_vt_repl_encode_fence_golden(void **state)
 }
 
 static void
-test_vt_repl_encode_error_golden(void **state)
+test_vt_proto_encode_error_golden(void **state)
 {
     (void)state;
     uint8_t want[64];
     size_t n = unhex("0008" "01" "00000004" "62757379", want); /* Overloaded, "busy" */
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_error(&w, VT_REPL_E_OVERLOADED, "busy");
+    vt_proto_encode_error(&w, VT_REPL_E_OVERLOADED, "busy");
     assert_true(vt_wr_ok(&w));
     assert_int_equal(w.len, n);
     assert_memory_equal(buf, want, n);
     n = unhex("0006" "00" "00000000", want); /* Fenced, not retryable, "" */
     vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_error(&w, VT_REPL_E_FENCED, "");
+    vt_proto_encode_error(&w, VT_REPL_E_FENCED, "");
     assert_int_equal(w.len, n);
     assert_memory_equal(buf, want, n);
 }
@@ -302,10 +302,10 @@ test_vt_repl_decode_fence_roundtrip(void **state)
 }
 
 static void
-test_vt_repl_decode_error_roundtrip(void **state)
+test_vt_proto_decode_error_roundtrip(void **state)
 {
     (void)state;
-    static struct vt_repl_error_msg d;
+    static struct vt_error_msg d;
     struct vt_wr w;
     const char *why = NULL;
     static const uint16_t codes[] = {VT_REPL_E_INVALID_REQUEST, VT_REPL_E_WRONG_RANGE,
@@ -314,10 +314,10 @@ test_vt_repl_decode_error_roundtrip(void **state)
                                      999};
     for (size_t i = 0; i < VT_ARRAY_LEN(codes); i++) {
         vt_wr_init(&w, buf, sizeof(buf));
-        vt_repl_encode_error(&w, codes[i], "caf\xc3\xa9 range x");
-        assert_int_equal(vt_repl_decode_error(buf, w.len, &d, &why), 0);
+        vt_proto_encode_error(&w, codes[i], "caf\xc3\xa9 range x");
+        assert_int_equal(vt_proto_decode_error(buf, w.len, &d, &why), 0);
         assert_int_equal(d.code, codes[i]);
-        assert_int_equal(d.retryable, vt_repl_error_retryable(codes[i]) ? 1 : 0);
+        assert_int_equal(d.retryable, vt_proto_error_retryable(codes[i]) ? 1 : 0);
         assert_string_equal(d.message, "caf\xc3\xa9 range x");
     }
 }
@@ -325,11 +325,11 @@ test_vt_repl_decode_error_roundtrip(void **state)
 /* ---- encoders and names ------------------------------------------------------------ */
 
 static void
-test_vt_repl_encode_error_cuts_and_cleans_text(void **state)
+test_vt_proto_encode_error_cuts_and_cleans_text(void **state)
 {
     (void)state;
     static char text[VT_REPL_ERROR_TEXT_MAX + 10];
-    static struct vt_repl_error_msg d;
+    static struct vt_error_msg d;
     const char *why = NULL;
     struct vt_wr w;
     /* 4095 ASCII bytes then a 2-byte character straddling the limit. */
@@ -338,18 +338,18 @@ test_vt_repl_encode_error_cuts_and_cleans_text(void **state)
     text[VT_REPL_ERROR_TEXT_MAX] = (char)0xa9;
     text[sizeof(text) - 1] = '\0';
     vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_error(&w, VT_REPL_E_STORAGE, text);
-    assert_int_equal(vt_repl_decode_error(buf, w.len, &d, &why), 0);
+    vt_proto_encode_error(&w, VT_REPL_E_STORAGE, text);
+    assert_int_equal(vt_proto_decode_error(buf, w.len, &d, &why), 0);
     assert_int_equal(strlen(d.message), VT_REPL_ERROR_TEXT_MAX - 1);
     assert_int_equal(d.retryable, 1);
     /* Invalid UTF-8 goes out as '?'. */
     vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_error(&w, VT_REPL_E_FENCED, "bad \xff\xfe byte \xc3");
-    assert_int_equal(vt_repl_decode_error(buf, w.len, &d, &why), 0);
+    vt_proto_encode_error(&w, VT_REPL_E_FENCED, "bad \xff\xfe byte \xc3");
+    assert_int_equal(vt_proto_decode_error(buf, w.len, &d, &why), 0);
     assert_string_equal(d.message, "bad ?? byte ?");
     assert_int_equal(d.retryable, 0);
     vt_wr_init(&w, buf, 3 + 4 + 5); /* one byte short for the cleaned text */
-    vt_repl_encode_error(&w, VT_REPL_E_FENCED, "bad \xff\xfe");
+    vt_proto_encode_error(&w, VT_REPL_E_FENCED, "bad \xff\xfe");
     assert_false(vt_wr_ok(&w));
     assert_int_equal(w.len, 3);
     /* Same for a multi-response error entry (given by length, NUL included). */
@@ -420,7 +420,7 @@ test_vt_repl_kind_and_error_names(void **state)
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(codes); i++) {
         assert_string_equal(vt_repl_error_name(codes[i].code), codes[i].name);
-        assert_int_equal(vt_repl_error_retryable(codes[i].code), codes[i].retryable);
+        assert_int_equal(vt_proto_error_retryable(codes[i].code), codes[i].retryable);
     }
 }
 
@@ -462,7 +462,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vt_repl_encode_hwm_golden),
         cmocka_unit_test(test_vt_repl_encode_fence_golden),
-        cmocka_unit_test(test_vt_repl_encode_error_golden),
+        cmocka_unit_test(test_vt_proto_encode_error_golden),
         cmocka_unit_test(test_vt_repl_decode_append_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_append_resp_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_hwm_roundtrip),
@@ -471,8 +471,8 @@ main(void)
         cmocka_unit_test(test_vt_repl_decode_status_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_history_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_fence_roundtrip),
-        cmocka_unit_test(test_vt_repl_decode_error_roundtrip),
-        cmocka_unit_test(test_vt_repl_encode_error_cuts_and_cleans_text),
+        cmocka_unit_test(test_vt_proto_decode_error_roundtrip),
+        cmocka_unit_test(test_vt_proto_encode_error_cuts_and_cleans_text),
         cmocka_unit_test(test_vt_repl_encode_overflow_is_reported),
         cmocka_unit_test(test_vt_repl_kind_and_error_names),
         cmocka_unit_test(test_vt_repl_decode_append_random_roundtrip),
