@@ -1,6 +1,6 @@
 /* The replica plane of a data node: mutual-TLS connections between data
  * nodes that carry replica appends, fences, HWM updates and status probes
- * (replication/vt_repl_proto.h has the messages; docs/REPLICATION.md the
+ * (proto/vt_repl_proto.h has the messages; docs/REPLICATION.md the
  * protocol). No hello: the dialer checks that the server's certificate CN
  * is the peer's node UUID, and the server accepts only peer UUIDs listed in
  * `replication.peers`.

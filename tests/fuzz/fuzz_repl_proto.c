@@ -1,4 +1,4 @@
-/* libFuzzer target: every replica-plane decoder (replication/vt_repl_proto)
+/* libFuzzer target: every replica-plane decoder (proto/vt_repl_proto)
  * on the same untrusted bytes. A refusal must explain itself; a payload that
  * decodes must re-encode to exactly the same bytes (the format is canonical;
  * for Error only when its retryable flag matches the code).

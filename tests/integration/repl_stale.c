@@ -1,7 +1,7 @@
 /* repl_stale: a test-only replica-plane client (never part of the product).
  * It connects with mutual TLS to a node's replication port as a chosen node
  * certificate, sends one ReplicaAppend (kind 60), ReplicaFence (75) or
- * ReplicaStatus (65) built with replication/vt_repl_proto.h, prints the
+ * ReplicaStatus (65) built with proto/vt_repl_proto.h, prints the
  * answer, and exits 0 if the answer is the one --expect names, 1 if not (or
  * the exchange failed), 2 on usage errors. tests/integration/replication.sh
  * uses it to plant unacknowledged records on a follower while its leader is

@@ -1,4 +1,4 @@
-/* Unit tests for actors/vt_proto, the accepting side: golden payload bytes
+/* Unit tests for proto/vt_proto, the accepting side: golden payload bytes
  * for every message (pinned from an independent Python `struct` encoder, not
  * from vt_proto.c), encode/decode round trips (node status with replicas,
  * seeded random produce/fetch), error text cut to the limit, writer overflow,

@@ -1,4 +1,4 @@
-/* Unit tests for actors/vt_proto, the refusing side: every rejection a
+/* Unit tests for proto/vt_proto, the refusing side: every rejection a
  * decoder makes. Truncation at every byte and trailing bytes for every
  * golden payload, over-limit lengths (principal, node_id, topic, batch,
  * error text, node status ranges), topic charset, bad enum values, zero

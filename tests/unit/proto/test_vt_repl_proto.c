@@ -1,4 +1,4 @@
-/* Unit tests for replication/vt_repl_proto, the accepting side: golden bytes
+/* Unit tests for proto/vt_repl_proto, the accepting side: golden bytes
  * for a few messages (written by hand from the byte tables in
  * vt_repl_proto.h), a round trip for every message (including the largest
  * multi batch and a full epoch history), the append head encoder, error text

@@ -1,4 +1,4 @@
-/* Unit tests for replication/vt_repl_proto, the refusing side: every
+/* Unit tests for proto/vt_repl_proto, the refusing side: every
  * rejection a decoder makes. Sweeps over one valid sample per message kind
  * (truncation at every length, trailing bytes, bad range identity), multi
  * entry naming and count limits, the batches field (empty, over limit,

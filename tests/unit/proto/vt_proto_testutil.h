@@ -1,4 +1,4 @@
-/* Shared fixtures for the actors/vt_proto codec tests (test_vt_proto.c:
+/* Shared fixtures for the proto/vt_proto codec tests (test_vt_proto.c:
  * golden bytes, round trips, encoders, names and negotiation;
  * test_vt_proto_refusals.c: every decoder refusal, sweeps, random garbage):
  * the golden payload vectors, hex decoding, one decoder wrapper per message

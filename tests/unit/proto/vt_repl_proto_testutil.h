@@ -1,4 +1,4 @@
-/* Shared fixtures for the replication/vt_repl_proto codec tests
+/* Shared fixtures for the proto/vt_repl_proto codec tests
  * (test_vt_repl_proto.c: golden bytes, round trips, encoders;
  * test_vt_repl_proto_refusals.c: every decoder refusal, sweeps, random byte
  * flips): message builders, one decoder wrapper per message kind, and one
