@@ -1,4 +1,5 @@
-/* Broker setup and shared lookups (see vt_broker.h). */
+/* The data role's composition (see vt_broker.h): metrics, the range table,
+ * the replica plane, per-core start and shutdown. */
 #include "vt_broker.h"
 
 #include <arpa/inet.h>
@@ -15,7 +16,7 @@
 #include "vt_diag.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
-#include "vt_replica.h"
+#include "vt_repl_host.h"
 #include "vt_session.h"
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -128,17 +129,17 @@ register_range_metrics(struct vt_broker *b, uint32_t i)
     snprintf(labels, sizeof(labels), "topic=\"%s\",range=\"%s\"", br->ident.topic, id);
     int rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_committed_offset", labels,
                                  "Offset after the last durable record (the HWM on a single "
-                                 "node).", read_u64, &br->actor->committed_g);
+                                 "node).", read_u64, &br->actor->pub.committed);
     if (rc >= 0)
         rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_next_offset", labels,
                                  "Offset after the last appended record.", read_u64,
-                                 &br->actor->next_g);
+                                 &br->actor->pub.next);
     if (rc >= 0 && br->replicated)
         rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_hwm", labels,
                                  "Committed high-water mark this replica knows.", read_u64,
-                                 &br->actor->hwm_g);
+                                 &br->actor->pub.hwm);
     for (uint32_t f = 0; rc >= 0 && f < br->n_followers; f++) {
-        struct vt_follower_pub *p = &br->actor->fpub[f];
+        struct vt_repl_follower_pub *p = &br->actor->pub.followers[f];
         char fid[37], fl[480];
         vt_uuid_format(b->cfg->replication.peers[br->follower_peer[f]].node, fid);
         snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", labels, fid);
@@ -269,6 +270,65 @@ setup_replicas(struct vt_broker *b, const struct vt_node_range *nr, struct vt_br
             br->follower_peer[br->n_followers++] = peer_index(cfg, nr->replica_ids[k]);
 }
 
+/* Every hosted range is known to the replica plane (when there is one);
+ * a replicated range's actor drives its replication half. */
+static int
+add_repl_range(struct vt_broker *b, struct vt_broker_range *br)
+{
+    if (b->repl == NULL)
+        return 0;
+    struct vt_repl_range_config c = {.ident = br->ident, .core = br->core,
+                                     .fencing_epoch = br->fencing_epoch,
+                                     .replicated = br->replicated, .leader = br->leader,
+                                     .n_followers = br->n_followers, .pub = &br->actor->pub};
+    memcpy(c.leader_uuid, br->leader_uuid, 16);
+    memcpy(c.follower_peer, br->follower_peer, br->n_followers * sizeof(c.follower_peer[0]));
+    struct vt_repl_range *rr = vt_repl_range_add(b->repl, &c);
+    if (rr == NULL)
+        return -ENOMEM;
+    if (br->replicated)
+        br->actor->repl = rr;
+    return 0;
+}
+
+/* The replica plane's settings, from the node config. */
+static int
+new_repl_node(struct vt_broker *b, char *err, size_t err_len)
+{
+    const struct vt_node_config *cfg = b->cfg;
+    const struct vt_node_replication *r = &cfg->replication;
+    struct vt_repl_peer *peers = calloc(r->n_peers ? r->n_peers : 1, sizeof(*peers));
+    if (peers == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < r->n_peers; i++) {
+        memcpy(peers[i].node, r->peers[i].node, 16);
+        peers[i].address = r->peers[i].address;
+    }
+    struct vt_repl_node_config rc = {
+        .cores = vt_runtime_cores(b->rt), .listen = r->listen, .peers = peers,
+        .n_peers = r->n_peers,
+        .tls = {.ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert, .key_file = cfg->tls.key},
+        .server_tls = b->tls, .quorum_timeout_ms = r->quorum_timeout_ms,
+        .connect_timeout_ms = r->connect_timeout_ms, .window_requests = r->window_requests,
+        .window_bytes = r->window_bytes, .retransmit_bytes = r->retransmit_bytes,
+        .retransmit_core_bytes = r->retransmit_core_bytes,
+        .max_connection_requests = r->max_connection_requests,
+        .max_frame_bytes = (uint32_t)cfg->native.max_frame_bytes,
+        .max_batch_bytes = (uint32_t)cfg->limits.max_batch_bytes,
+        .max_record_bytes = (uint32_t)cfg->limits.max_record_bytes,
+        .metrics = b->metrics,
+        .m = {.resyncs = b->m.repl_resyncs, .fences = b->m.repl_fences,
+              .truncated = b->m.repl_truncated, .quorum_timeouts = b->m.repl_quorum_timeouts,
+              .appends_served = b->m.repl_appends_served,
+              .fenced_refusals = b->m.repl_fenced_refusals}};
+    memcpy(rc.node_uuid, cfg->node_uuid, 16);
+    b->repl = vt_repl_node_new(&rc, err, err_len);
+    free(peers);
+    return b->repl == NULL ? -EINVAL : 0;
+}
+
 static int
 setup_ranges(struct vt_broker *b, char *err, size_t err_len)
 {
@@ -295,7 +355,7 @@ setup_ranges(struct vt_broker *b, char *err, size_t err_len)
         if (rc != 0)
             return rc;
         br->actor = vt_range_actor_new(b, i);
-        if (br->actor == NULL)
+        if (br->actor == NULL || add_repl_range(b, br) != 0)
             return -ENOMEM;
         rc = register_range_metrics(b, i);
         if (rc != 0) {
@@ -334,10 +394,11 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
     b->policy.in_buf_bytes = (uint32_t)cfg->native.max_frame_bytes + 4096;
     b->policy.out_buf_max_bytes = (uint32_t)(2 * cfg->native.max_frame_bytes + (1u << 20));
     b->cores = calloc(cores, sizeof(*b->cores));
-    if (b->cores == NULL || check_port_free("native.listen", &cfg->native.listen, err, err_len) != 0)
+    if (b->cores == NULL ||
+        check_port_free("native.listen", &cfg->native.listen, err, err_len) != 0)
         goto fail;
-    if (cfg->has_replication && (check_port_free("replication.listen", &cfg->replication.listen, err, err_len) != 0 ||
-                                 vt_replica_init(b, err, err_len) != 0))
+    if (cfg->has_replication &&
+        check_port_free("replication.listen", &cfg->replication.listen, err, err_len) != 0)
         goto fail;
     for (unsigned i = 0; i < cores; i++) {
         b->cores[i] = calloc(1, sizeof(*b->cores[i]));
@@ -349,6 +410,8 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
         snprintf(err, err_len, "metrics registry full");
         goto fail;
     }
+    if (cfg->has_replication && new_repl_node(b, err, err_len) != 0)
+        goto fail;
     if (setup_ranges(b, err, err_len) != 0)
         goto fail;
     struct vt_health *h = vt_runtime_health(rt);
@@ -397,7 +460,7 @@ vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
 {
     unsigned id = vt_core_id(core);
     b->cores[id]->core = core;
-    if (b->cfg->has_replication && vt_replica_core_start(b, core) != 0)
+    if (b->repl != NULL && vt_repl_core_start(b->repl, core) != 0)
         atomic_store(&b->start_failed, 1);
     for (uint32_t i = 0; i < b->n_ranges; i++)
         if (b->ranges[i].core == id)
@@ -437,13 +500,15 @@ shutdown_msg(struct vt_core *core, const struct vt_msg *m)
         bc->listener = NULL;
     }
     vt_session_close_all(bc);
-    vt_replica_core_stop(b, core);
+    if (b->repl != NULL)
+        vt_repl_core_stop(b->repl, core);
     atomic_fetch_add(&b->cores_shut, 1);
     for (uint32_t i = 0; i < b->n_ranges; i++) {
         struct vt_range_actor *ra = b->ranges[i].actor;
         if (b->ranges[i].core != vt_core_id(core))
             continue;
-        vt_range_repl_stop(ra);
+        if (ra->repl != NULL)
+            vt_repl_range_stop(ra->repl);
         if (ra->state == 1 && ra->log) {
             ra->state = 3; /* closing: new requests are refused */
             atomic_store(&ra->state_g, 2);
@@ -471,7 +536,7 @@ vt_broker_drained(const struct vt_broker *b)
      * ranges and sessions may all live on other cores */
     return atomic_load(&b->cores_shut) == vt_runtime_cores(b->rt) &&
            atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0 &&
-           atomic_load(&b->repl_conns) == 0;
+           (b->repl == NULL || vt_repl_node_conns(b->repl) == 0);
 }
 
 void
@@ -483,42 +548,13 @@ vt_broker_free(struct vt_broker *b)
         vt_range_actor_free(b->ranges[i].actor);
     free(b->ranges);
     for (unsigned c = 0; b->cores && c < vt_runtime_cores(b->rt); c++) {
-        if (b->cores[c])
-            vt_replica_core_free(b, c);
         if (b->cores[c] && b->cores[c]->listener)
             vt_listener_close(b->cores[c]->listener);
         free(b->cores[c]);
     }
     free(b->cores);
     free(b->allowed);
-    vt_replica_fini(b);
+    vt_repl_node_free(b->repl);
     vt_tls_ctx_free(b->tls);
     free(b);
-}
-
-/* ---- lookups ------------------------------------------------------------------------ */
-
-int
-vt_broker_find_range(const struct vt_broker *b, const struct vt_range_ident *id)
-{
-    for (uint32_t i = 0; i < b->n_ranges; i++) {
-        const struct vt_range_ident *r = &b->ranges[i].ident;
-        if (memcmp(r->range_id, id->range_id, 16) == 0 && strcmp(r->topic, id->topic) == 0 &&
-            r->topic_epoch == id->topic_epoch && r->range_generation == id->range_generation)
-            return (int)i;
-    }
-    return -1;
-}
-
-struct vt_metrics_shard *
-vt_broker_shard(const struct vt_broker *b, struct vt_core *core)
-{
-    return vt_metrics_shard(b->metrics, vt_core_id(core));
-}
-
-void
-vt_broker_count_error(const struct vt_broker *b, struct vt_core *core, uint16_t code)
-{
-    if (code < VT_ARRAY_LEN(b->m.errors) && b->m.errors[code] >= 0)
-        vt_metric_add(vt_broker_shard(b, core), b->m.errors[code], 1);
 }

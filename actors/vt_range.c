@@ -3,6 +3,7 @@
 #include "vt_range.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #include "vt_clock.h"
 #include "vt_diag.h"
 #include "vt_metrics.h"
-#include "vt_producers.h"
 
 enum { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2 };
 
@@ -25,10 +25,6 @@ vt_range_actor_new(struct vt_broker *b, uint32_t idx)
     ra->b = b;
     ra->idx = idx;
     ra->fencing_epoch = b->ranges[idx].fencing_epoch;
-    if (b->ranges[idx].replicated && vt_range_repl_new(ra) != 0) {
-        free(ra);
-        return NULL;
-    }
     return ra;
 }
 
@@ -37,8 +33,7 @@ vt_range_actor_free(struct vt_range_actor *ra)
 {
     if (ra == NULL)
         return;
-    vt_range_repl_free(ra);
-    free(ra);
+    free(ra); /* ra->repl belongs to the replica plane (vt_repl_node_free) */
 }
 
 static void
@@ -46,8 +41,8 @@ publish(struct vt_range_actor *ra)
 {
     if (ra->log == NULL)
         return;
-    atomic_store_explicit(&ra->next_g, vt_rlog_next_offset(ra->log), memory_order_relaxed);
-    atomic_store_explicit(&ra->committed_g, vt_rlog_committed(ra->log), memory_order_relaxed);
+    atomic_store_explicit(&ra->pub.next, vt_rlog_next_offset(ra->log), memory_order_relaxed);
+    atomic_store_explicit(&ra->pub.committed, vt_rlog_committed(ra->log), memory_order_relaxed);
 }
 
 /* ---- answering ------------------------------------------------------------ */
@@ -55,27 +50,31 @@ publish(struct vt_range_actor *ra)
 static void
 back_home(struct vt_core *c, const struct vt_msg *m)
 {
-    vt_session_complete(c, m->ptr);
+    struct vt_breq *r = m->ptr;
+    r->on_done(c, r);
 }
 
-void
-vt_range_finish(struct vt_core *c, struct vt_breq *r)
+static void
+range_finish(struct vt_core *c, struct vt_breq *r)
 {
     if (r->remote)
         vt_core_reply(c, &r->call, back_home, r, 0);
     else
-        vt_session_complete(c, r);
+        r->on_done(c, r);
 }
 
-void
-vt_range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
+static void range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
     va_end(ap);
     r->err_code = code;
-    vt_range_finish(c, r);
+    range_finish(c, r);
 }
 
 /* ---- produce ---------------------------------------------------------------- */
@@ -87,66 +86,70 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     struct vt_core *c = vt_core_self();
     publish(r->b->ranges[r->range_idx].actor);
     if (rc == -ESTALE) {
-        vt_range_fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
+        range_fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
         return;
     }
     if (rc != 0) {
-        vt_range_fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        range_fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
         return;
     }
     if (!r->presp.duplicate) /* a duplicate already carries its original offset */
         r->presp.base_offset = base;
     r->presp.record_count = r->records;
     r->presp.committed_next = vt_rlog_committed(l);
-    vt_range_finish(c, r);
+    range_finish(c, r);
 }
 
-static const char *
-producer_text(int rc)
+/* The answer of a produce on a replicated range (replication/vt_repl_host.h). */
+static void
+quorum_done(struct vt_core *c, struct vt_repl_waiter *w, uint16_t code, const char *msg)
 {
-    switch (rc) {
-    case VT_PRODUCER_FENCED: return "producer epoch is older than one this range has seen";
-    case VT_SEQ_FIRST: return "a new producer epoch must start at sequence 0";
-    case VT_SEQ_GAP: return "sequence gap: the batch skips sequences after the last accepted";
-    case VT_SEQ_CONFLICT: return "sequence conflict: these sequences were accepted with other "
-                                 "content";
-    case VT_SEQ_BELOW_WINDOW: return "sequence is older than the idempotency window can prove";
-    default: return "producer state refused the batch";
+    struct vt_breq *r = (struct vt_breq *)((char *)w - offsetof(struct vt_breq, qw));
+    if (code != 0) {
+        range_fail(c, r, code, "%s", msg);
+        return;
     }
+    r->presp.duplicate = w->duplicate;
+    r->presp.base_offset = w->base_offset;
+    r->presp.record_count = r->records;
+    r->presp.committed_next = w->committed_next;
+    range_finish(c, r);
 }
 
-static uint16_t
-producer_code(int rc)
+static void
+append_error(struct vt_core *c, struct vt_breq *r, int rc)
 {
-    switch (rc) {
-    case VT_PRODUCER_FENCED: return VT_E_PRODUCER_FENCED;
-    case VT_SEQ_FIRST: return VT_E_SEQUENCE_FIRST;
-    case VT_SEQ_GAP: return VT_E_SEQUENCE_GAP;
-    case VT_SEQ_CONFLICT: return VT_E_SEQUENCE_CONFLICT;
-    case VT_SEQ_BELOW_WINDOW: return VT_E_SEQUENCE_BELOW_WINDOW;
-    default: return VT_E_INVALID_REQUEST;
-    }
+    char msg[sizeof(r->err_msg)];
+    uint16_t code = vt_repl_append_refusal(rc, msg, sizeof(msg));
+    range_fail(c, r, code, "%s", msg);
+}
+
+static uint64_t
+range_epoch(const struct vt_range_actor *ra)
+{
+    return ra->repl != NULL ? vt_repl_range_epoch(ra->repl) : ra->fencing_epoch;
 }
 
 static void
 range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
     if (ra->state != RA_READY) {
-        vt_range_fail(c, r, VT_E_STORAGE, "range is %s",
-             ra->state == RA_OPENING  ? "still recovering"
-             : ra->state == RA_FAILED ? "failed (see the node log)"
-                                      : "closing");
+        range_fail(c, r, VT_E_STORAGE, "range is %s",
+                   ra->state == RA_OPENING  ? "still recovering"
+                   : ra->state == RA_FAILED ? "failed (see the node log)"
+                                            : "closing");
         return;
     }
     /* The epoch check happens here, on the range's core, right where the
      * batch is appended; the commit re-checks it before acknowledging. */
-    if (r->fencing_epoch != 0 && r->fencing_epoch != ra->fencing_epoch) {
-        vt_range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
-             (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
+    if (r->fencing_epoch != 0 && r->fencing_epoch != range_epoch(ra)) {
+        range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+                   (unsigned long long)r->fencing_epoch, (unsigned long long)range_epoch(ra));
         return;
     }
     if (ra->repl != NULL) {
-        vt_range_repl_produce(c, ra, r);
+        r->qw = (struct vt_repl_waiter){.done = quorum_done, .records = r->records};
+        vt_repl_range_produce(ra->repl, c, r->batch, r->batch_len, &r->qw);
         return;
     }
     uint64_t base = 0;
@@ -163,26 +166,7 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
             return;
         rc = wrc;
     }
-    vt_range_append_error(c, r, rc);
-}
-
-void
-vt_range_append_error(struct vt_core *c, struct vt_breq *r, int rc)
-{
-    if (rc == -EAGAIN)
-        vt_range_fail(c, r, VT_E_OVERLOADED, "range write budget full: retry");
-    else if (rc == -EIO)
-        vt_range_fail(c, r, VT_E_STORAGE, "range is poisoned by an I/O error");
-    else if (rc == -ESTALE)
-        vt_range_fail(c, r, VT_E_FENCED, "range fenced");
-    else if (rc == -EINVAL)
-        vt_range_fail(c, r, VT_E_INVALID_REQUEST,
-                      "batch exceeds the range's limits or is malformed");
-    else if (rc == -ECANCELED)
-        vt_range_fail(c, r, VT_E_STORAGE, "range is closing");
-    else
-        vt_range_fail(c, r, producer_code(rc), "%s (%s)", producer_text(rc),
-                      vt_producers_code_name(rc));
+    append_error(c, r, rc);
 }
 
 /* ---- fetch ------------------------------------------------------------------- */
@@ -211,56 +195,56 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
     if (rc == -ERANGE) {
-        vt_range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
-             (unsigned long long)r->fetch_start);
+        range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
+                   (unsigned long long)r->fetch_start);
         return;
     }
     if (rc == -ENOBUFS) {
-        vt_range_fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
-             r->max_bytes);
+        range_fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
+                   r->max_bytes);
         return;
     }
     if (rc != 0) {
-        vt_range_fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
+        range_fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
         return;
     }
     r->next_offset = len ? next : r->fetch_start;
     trim_records(r, buf, len, &r->next_offset);
-    vt_range_finish(c, r);
+    range_finish(c, r);
 }
 
 static void
 range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
     if (ra->state != RA_READY) {
-        vt_range_fail(c, r, VT_E_STORAGE, "range is not ready");
+        range_fail(c, r, VT_E_STORAGE, "range is not ready");
         return;
     }
-    if (r->fencing_epoch != 0 && r->fencing_epoch != ra->fencing_epoch) {
-        vt_range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
-             (unsigned long long)r->fencing_epoch, (unsigned long long)ra->fencing_epoch);
+    if (r->fencing_epoch != 0 && r->fencing_epoch != range_epoch(ra)) {
+        range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
+                   (unsigned long long)r->fencing_epoch, (unsigned long long)range_epoch(ra));
         return;
     }
     /* single node: the HWM is the durable offset; replicated: the quorum's */
-    r->hwm = ra->repl ? vt_range_repl_hwm(ra) : vt_rlog_committed(ra->log);
+    r->hwm = ra->repl ? vt_repl_range_hwm(ra->repl) : vt_rlog_committed(ra->log);
     if (r->fetch_start < atomic_load_explicit(&ra->start_g, memory_order_relaxed)) {
-        vt_range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
-             (unsigned long long)r->fetch_start,
-             (unsigned long long)atomic_load(&ra->start_g));
+        range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
+                   (unsigned long long)r->fetch_start,
+                   (unsigned long long)atomic_load(&ra->start_g));
         return;
     }
     if (r->fetch_start >= r->hwm) {
         r->next_offset = r->fetch_start;
         r->len = 0;
-        vt_range_finish(c, r);
+        range_finish(c, r);
         return;
     }
     int rc = vt_rlog_read(ra->log, r->fetch_start, r->hwm, r->max_bytes, r->fetch_dst, on_read,
                           r);
     if (rc == -EAGAIN)
-        vt_range_fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
+        range_fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
     else if (rc != 0)
-        vt_range_fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
+        range_fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -269,7 +253,7 @@ static void
 handle(struct vt_core *c, struct vt_breq *r)
 {
     struct vt_range_actor *ra = r->b->ranges[r->range_idx].actor;
-    VT_ASSERT(vt_core_id(c) == r->b->ranges[r->range_idx].core);
+    VT_ASSERT(vt_core_self() == c && vt_core_id(c) == r->b->ranges[r->range_idx].core);
     if (r->kind == VT_K_PRODUCE)
         range_produce(c, ra, r);
     else
@@ -289,6 +273,7 @@ void
 vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
 {
     unsigned owner = b->ranges[r->range_idx].core;
+    VT_ASSERT(vt_core_self() == self && r->on_done != NULL);
     r->b = b;
     if (owner == vt_core_id(self)) {
         r->remote = false;
@@ -301,7 +286,7 @@ vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
         r->err_code = VT_E_OVERLOADED;
         snprintf(r->err_msg, sizeof(r->err_msg), "core %u is saturated: retry", owner);
         r->remote = false;
-        vt_session_complete(self, r);
+        r->on_done(self, r);
     }
 }
 
@@ -318,15 +303,17 @@ on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
     vt_metric_observe(sh, ra->b->m.commit_bytes, bytes);
     vt_metric_observe(sh, ra->b->m.commit_sync, job_ns);
     publish(ra);
-    vt_range_repl_local_durable(ra);
+    if (ra->repl != NULL)
+        vt_repl_range_local_durable(ra->repl);
 }
 
 static void
-range_ready(struct vt_range_actor *ra)
+range_ready(void *arg)
 {
+    struct vt_range_actor *ra = arg;
     ra->state = RA_READY;
     atomic_store(&ra->start_g, vt_rlog_start_offset(ra->log));
-    atomic_store(&ra->epoch_g, ra->fencing_epoch);
+    atomic_store(&ra->pub.epoch, range_epoch(ra));
     publish(ra);
     atomic_store(&ra->state_g, RA_READY);
     if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
@@ -359,6 +346,8 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
     if (rc != 0) {
         ra->state = RA_FAILED;
         atomic_store(&ra->state_g, RA_FAILED);
+        if (ra->repl != NULL)
+            vt_repl_range_failed(ra->repl);
         VT_ERROR("range %s (%s) failed to open: %s [%s]", br->ident.topic, br->dir, err->msg,
                  err->path);
         atomic_store(&ra->b->start_failed, 1);
@@ -370,7 +359,7 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
             rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
             rec->created ? " (new range)" : "");
     if (ra->repl != NULL) {
-        vt_range_repl_opened(ra, range_ready);
+        vt_repl_range_opened(ra->repl, vt_core_self(), l, range_ready, ra);
         return;
     }
     /* A single-node range writes at its configured epoch, never below one it held. */

@@ -16,6 +16,8 @@
 #include "vt_metrics.h"
 #include "vt_range.h"
 
+static void session_complete(struct vt_core *core, struct vt_breq *r);
+
 #define FETCH_HEADROOM 20u /* next u64 + hwm u64 + length u32 before the batches */
 
 /* owner: its core */
@@ -63,7 +65,8 @@ breq_new(struct vt_session *s, uint64_t request_id, uint16_t kind)
     struct vt_breq *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return NULL;
-    r->sess = s;
+    r->on_done = session_complete;
+    r->owner = s;
     r->b = s->b;
     r->request_id = request_id;
     r->kind = kind;
@@ -105,7 +108,7 @@ answer_error(struct vt_session *s, uint64_t request_id, uint16_t kind, uint16_t 
     vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
     va_end(ap);
     r->err_code = code;
-    vt_session_complete(s->core, r);
+    session_complete(s->core, r);
 }
 
 /* Sends an error for the whole connection (request id 0) and closes it. */
@@ -399,7 +402,7 @@ fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
     st->n_replicas = (uint8_t)br->n_followers;
     for (uint32_t f = 0; f < br->n_followers; f++) {
         struct vt_replica_status *x = &st->replicas[f];
-        struct vt_follower_pub *p = &ra->fpub[f];
+        const struct vt_repl_follower_pub *p = &ra->pub.followers[f];
         memcpy(x->node, b->cfg->replication.peers[br->follower_peer[f]].node, 16);
         x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
         x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
@@ -436,12 +439,12 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
     for (uint32_t i = 0; i < b->n_ranges; i++) {
         struct vt_range_actor *ra = b->ranges[i].actor;
         st[i].range = b->ranges[i].ident;
-        st[i].fencing_epoch = atomic_load_explicit(&ra->epoch_g, memory_order_relaxed);
+        st[i].fencing_epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
         st[i].start_offset = atomic_load_explicit(&ra->start_g, memory_order_relaxed);
-        st[i].next_offset = atomic_load_explicit(&ra->next_g, memory_order_relaxed);
-        st[i].committed = atomic_load_explicit(&ra->committed_g, memory_order_relaxed);
+        st[i].next_offset = atomic_load_explicit(&ra->pub.next, memory_order_relaxed);
+        st[i].committed = atomic_load_explicit(&ra->pub.committed, memory_order_relaxed);
         st[i].hwm = b->ranges[i].replicated
-                        ? atomic_load_explicit(&ra->hwm_g, memory_order_relaxed)
+                        ? atomic_load_explicit(&ra->pub.hwm, memory_order_relaxed)
                         : st[i].committed;
         st[i].state = (uint8_t)atomic_load_explicit(&ra->state_g, memory_order_relaxed);
         fill_replicas(b, i, &st[i]);
@@ -454,7 +457,7 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
     VT_ASSERT(vt_wr_ok(&w));
     r->len = (uint32_t)w.len;
     free(st);
-    vt_session_complete(s->core, r);
+    session_complete(s->core, r);
 }
 
 static void
@@ -485,7 +488,7 @@ dispatch(struct vt_session *s, const struct vt_frame *f)
     case VT_K_PING: {
         struct vt_breq *r = breq_new(s, f->request_id, VT_K_PING);
         if (r)
-            vt_session_complete(s->core, r);
+            session_complete(s->core, r);
         break;
     }
     case VT_K_NODE_STATUS:
@@ -590,11 +593,11 @@ count(struct vt_session *s, struct vt_breq *r)
     }
 }
 
-void
-vt_session_complete(struct vt_core *core, struct vt_breq *r)
+static void
+session_complete(struct vt_core *core, struct vt_breq *r)
 {
-    struct vt_session *s = r->sess;
-    VT_ASSERT(s->core == core && !r->done);
+    struct vt_session *s = r->owner;
+    VT_ASSERT(s->core == core && vt_core_self() == core && !r->done);
     r->done = true;
     s->n_outstanding--;
     if (r->charged_bytes) {

@@ -5,7 +5,7 @@
 #ifndef VT_SESSION_H
 #define VT_SESSION_H
 
-#include "vt_broker.h"
+#include "vt_node_ctx.h"
 #include "vt_tls.h"
 
 /* The listener's accept callback (arg = the core's struct vt_broker_core). */

@@ -1,6 +1,18 @@
-/* The replica plane's connections (see vt_replica.h): leader-side links per
- * (core, peer) and the follower-side listener and connections. */
-#include "vt_replica.h"
+/* The replica plane's connections (see vt_repl_host.h): leader-side links per
+ * (core, peer) and the follower-side listener and connections, and the
+ * node-wide setup (TLS context, peer allowlist, range table).
+ *
+ * No hello: the dialer checks that the server's certificate CN is the
+ * peer's node UUID, and the server accepts only the peers' UUIDs.
+ * Leader side: every core keeps one persistent connection ("link") per peer
+ * node, shared by all the ranges that core leads; requests carry ids and
+ * their answers are dispatched back to the range that sent them.
+ * Follower side: a listener on every core (SO_REUSEPORT); a request is
+ * copied, handed to the range's core as a message, and its answer written
+ * back on the connection it came from. Each connection bounds the requests
+ * it has outstanding; a full link answers -EAGAIN and calls the ranges back
+ * when it drains. */
+#include "vt_repl_node_int.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -13,8 +25,8 @@
 #include "vt_diag.h"
 #include "vt_epoch_history.h"
 #include "vt_frame.h"
-#include "vt_range.h"
 #include "vt_repl_proto.h"
+#include "vt_tls.h"
 
 #define LINK_SLOTS 4096u          /* requests outstanding per link */
 #define RCONN_MAX_BYTES (64u << 20) /* request bytes outstanding per server connection */
@@ -29,7 +41,7 @@ struct link_slot {
 
 /* owner: its core */
 struct vt_peer_link {
-    struct vt_broker *b;
+    struct vt_repl_node *n;
     struct vt_core *core;
     uint32_t peer;
     char cn[37];
@@ -44,7 +56,7 @@ struct vt_peer_link {
 
 /* A follower-side connection. owner: the core that accepted it. */
 struct vt_rconn {
-    struct vt_broker *b;
+    struct vt_repl_node *n;
     struct vt_core *core;
     struct vt_conn *conn;
     uint8_t peer_uuid[16];
@@ -54,80 +66,175 @@ struct vt_rconn {
     struct vt_rconn *next, *prev;
 };
 
-/* owner: its core */
-struct vt_replica_core {
-    struct vt_listener *listener;
-    struct vt_peer_link **links; /* [n_peers], NULL where this core leads nothing with it */
-    struct vt_rconn *conns;
-    uint32_t n_conns;
-    bool stopping;
-};
 
-/* ---- setup ------------------------------------------------------------------- */
+/* ---- setup (main thread) ------------------------------------------------------ */
 
-int
-vt_replica_init(struct vt_broker *b, char *err, size_t err_len)
+struct vt_repl_node *
+vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err, size_t err_len)
 {
-    const struct vt_node_config *cfg = b->cfg;
-    b->n_peer_cns = cfg->replication.n_peers;
-    b->peer_cns = calloc(b->n_peer_cns + 1, sizeof(char *));
-    if (b->peer_cns == NULL) {
+    VT_ASSERT(cfg->cores >= 1 && cfg->max_frame_bytes > 0 && cfg->metrics != NULL);
+    VT_ASSERT(cfg->server_tls != NULL && (cfg->n_peers == 0 || cfg->peers != NULL));
+    struct vt_repl_node *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
         snprintf(err, err_len, "out of memory");
-        return -ENOMEM;
+        return NULL;
     }
-    for (uint32_t i = 0; i < b->n_peer_cns; i++) {
+    n->cfg = *cfg;
+    n->peers = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*n->peers));
+    n->peer_cns = calloc(cfg->n_peers + 1, sizeof(char *));
+    n->cores = calloc(cfg->cores, sizeof(*n->cores));
+    if (n->peers == NULL || n->peer_cns == NULL || n->cores == NULL)
+        goto oom;
+    memcpy(n->peers, cfg->peers, cfg->n_peers * sizeof(*n->peers));
+    n->cfg.peers = n->peers;
+    for (uint32_t i = 0; i < cfg->n_peers; i++) {
         char *s = malloc(37);
-        if (s == NULL) {
-            snprintf(err, err_len, "out of memory");
-            return -ENOMEM;
-        }
-        vt_uuid_format(cfg->replication.peers[i].node, s);
-        b->peer_cns[i] = s;
+        if (s == NULL)
+            goto oom;
+        vt_uuid_format(cfg->peers[i].node, s);
+        n->peer_cns[i] = s;
     }
-    struct vt_tls_files files = {.ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert,
-                                 .key_file = cfg->tls.key};
-    b->peer_tls = vt_tls_ctx_new(&files, false, err, err_len);
-    if (b->peer_tls == NULL)
-        return -EINVAL;
-    vt_conn_policy_defaults(&b->peer_policy);
-    b->peer_policy.allowed_cns = (const char *const *)b->peer_cns;
-    b->peer_policy.n_allowed = b->n_peer_cns;
-    b->peer_policy.connect_timeout_ms = (uint32_t)cfg->replication.connect_timeout_ms;
-    uint32_t frame = (uint32_t)cfg->native.max_frame_bytes;
-    b->peer_policy.in_buf_bytes = frame + 4096;
-    b->peer_policy.out_buf_max_bytes = 4 * frame > (16u << 20) ? 4 * frame : (16u << 20);
-    b->peer_frame = frame;
-    return 0;
+    for (unsigned c = 0; c < cfg->cores; c++) {
+        n->cores[c] = calloc(1, sizeof(*n->cores[c]));
+        if (n->cores[c] == NULL)
+            goto oom;
+    }
+    n->peer_tls = vt_tls_ctx_new(&cfg->tls, false, err, err_len);
+    if (n->peer_tls == NULL)
+        goto fail;
+    vt_conn_policy_defaults(&n->peer_policy);
+    n->peer_policy.allowed_cns = (const char *const *)n->peer_cns;
+    n->peer_policy.n_allowed = cfg->n_peers;
+    n->peer_policy.connect_timeout_ms = (uint32_t)cfg->connect_timeout_ms;
+    uint32_t frame = cfg->max_frame_bytes;
+    n->peer_policy.in_buf_bytes = frame + 4096;
+    n->peer_policy.out_buf_max_bytes = 4 * frame > (16u << 20) ? 4 * frame : (16u << 20);
+    return n;
+oom:
+    snprintf(err, err_len, "out of memory");
+fail:
+    vt_repl_node_free(n);
+    return NULL;
+}
+
+struct vt_repl_range *
+vt_repl_range_add(struct vt_repl_node *n, const struct vt_repl_range_config *c)
+{
+    VT_ASSERT(c->core < n->cfg.cores && c->pub != NULL);
+    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS && (c->leader || c->n_followers == 0));
+    for (uint32_t f = 0; f < c->n_followers; f++)
+        VT_ASSERT(c->follower_peer[f] < n->cfg.n_peers);
+    if (n->n_ranges == n->cap_ranges) {
+        uint32_t cap = n->cap_ranges ? 2 * n->cap_ranges : 16;
+        struct vt_repl_range **grown = realloc(n->ranges, cap * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        n->ranges = grown;
+        n->cap_ranges = cap;
+    }
+    struct vt_repl_range *rr = calloc(1, sizeof(*rr));
+    if (rr == NULL)
+        return NULL;
+    rr->n = n;
+    rr->idx = n->n_ranges;
+    rr->cfg = *c;
+    rr->epoch = c->fencing_epoch;
+    if (c->replicated && c->leader) {
+        rr->qw = vt_repl__qw_new();
+        if (rr->qw == NULL) {
+            free(rr);
+            return NULL;
+        }
+    }
+    n->ranges[n->n_ranges++] = rr;
+    return rr;
 }
 
 void
-vt_replica_fini(struct vt_broker *b)
+vt_repl_node_free(struct vt_repl_node *n)
 {
-    if (b->peer_cns != NULL) {
-        for (uint32_t i = 0; i < b->n_peer_cns; i++)
-            free((void *)b->peer_cns[i]);
-        free(b->peer_cns);
-        b->peer_cns = NULL;
+    if (n == NULL)
+        return;
+    for (uint32_t i = 0; i < n->n_ranges; i++)
+        vt_repl__range_free(n->ranges[i]);
+    free(n->ranges);
+    for (unsigned c = 0; n->cores && c < n->cfg.cores; c++) {
+        struct vt_repl_core *rc = n->cores[c];
+        if (rc == NULL)
+            continue;
+        for (uint32_t p = 0; rc->links && p < n->cfg.n_peers; p++)
+            free(rc->links[p]);
+        free(rc->links);
+        if (rc->listener)
+            vt_listener_close(rc->listener);
+        free(rc->hist);
+        free(rc->buf);
+        free(rc);
     }
-    vt_tls_ctx_free(b->peer_tls);
-    b->peer_tls = NULL;
+    free(n->cores);
+    if (n->peer_cns != NULL)
+        for (uint32_t i = 0; i < n->cfg.n_peers; i++)
+            free((void *)n->peer_cns[i]);
+    free(n->peer_cns);
+    free(n->peers);
+    vt_tls_ctx_free(n->peer_tls);
+    free(n);
 }
 
-static struct vt_replica_core *
-rcore(struct vt_broker *b, struct vt_core *core)
+uint32_t
+vt_repl_node_conns(const struct vt_repl_node *n)
 {
-    return b->cores[vt_core_id(core)]->repl;
+    return atomic_load(&n->conns);
+}
+
+static struct vt_repl_core *
+rcore(struct vt_repl_node *n, struct vt_core *core)
+{
+    VT_ASSERT(vt_core_self() == core);
+    return n->cores[vt_core_id(core)];
+}
+
+struct vt_epoch_entry *
+vt_repl__hist(struct vt_repl_range *rr)
+{
+    return rr->n->cores[rr->cfg.core]->hist;
+}
+
+uint8_t *
+vt_repl__buf(struct vt_repl_range *rr)
+{
+    return rr->n->cores[rr->cfg.core]->buf;
+}
+
+struct vt_metrics_shard *
+vt_repl__shard(const struct vt_repl_range *rr)
+{
+    return vt_metrics_shard(rr->n->cfg.metrics, rr->cfg.core);
+}
+
+/* Index of the hosted range with this identity, or -1. Any thread (the
+ * table is immutable after boot). */
+static int
+find_range(const struct vt_repl_node *n, const struct vt_range_ident *id)
+{
+    for (uint32_t i = 0; i < n->n_ranges; i++) {
+        const struct vt_range_ident *r = &n->ranges[i]->cfg.ident;
+        if (memcmp(r->range_id, id->range_id, 16) == 0 && strcmp(r->topic, id->topic) == 0 &&
+            r->topic_epoch == id->topic_epoch && r->range_generation == id->range_generation)
+            return (int)i;
+    }
+    return -1;
 }
 
 struct vt_peer_link *
-vt_replica_link(struct vt_broker *b, struct vt_core *core, uint32_t peer)
+vt_repl__link(struct vt_repl_node *n, struct vt_core *core, uint32_t peer)
 {
-    struct vt_replica_core *rc = rcore(b, core);
-    return rc == NULL || rc->links == NULL ? NULL : rc->links[peer];
+    struct vt_repl_core *rc = rcore(n, core);
+    return rc->links == NULL ? NULL : rc->links[peer];
 }
 
 bool
-vt_peer_link_up(const struct vt_peer_link *l)
+vt_repl__link_up(const struct vt_peer_link *l)
 {
     return l != NULL && l->open;
 }
@@ -138,13 +245,15 @@ static void link_dial(struct vt_peer_link *l);
 
 /* Tells every range this core leads with this peer as a follower. */
 static void
-link_event(struct vt_peer_link *l, enum vt_range_link_event ev)
+link_event(struct vt_peer_link *l, enum vt_repl_link_event ev)
 {
-    struct vt_broker *b = l->b;
+    struct vt_repl_node *n = l->n;
     unsigned me = vt_core_id(l->core);
-    for (uint32_t i = 0; i < b->n_ranges; i++)
-        if (b->ranges[i].core == me && b->ranges[i].leader && b->ranges[i].n_followers > 0)
-            vt_range_repl_link_event(b->ranges[i].actor, l->peer, ev);
+    for (uint32_t i = 0; i < n->n_ranges; i++) {
+        struct vt_repl_range *rr = n->ranges[i];
+        if (rr->cfg.core == me && rr->cfg.leader && rr->cfg.n_followers > 0)
+            vt_repl__link_event(rr, l->peer, ev);
+    }
 }
 
 /* Fails every request still waiting for an answer on this link. */
@@ -159,8 +268,8 @@ link_fail_pending(struct vt_peer_link *l)
         uint16_t kind = s->kind;
         s->request_id = 0;
         l->used--;
-        vt_range_repl_answer(l->b->ranges[tag.range_idx].actor, &tag, kind, -ENOTCONN, 0, NULL,
-                             0);
+        vt_repl__answer(l->n->ranges[tag.range_idx], &tag, kind, -ENOTCONN, 0, NULL,
+                        0);
     }
 }
 
@@ -177,8 +286,8 @@ link_answer(struct vt_peer_link *l, const struct vt_frame *f)
     uint16_t kind = s->kind;
     s->request_id = 0;
     l->used--;
-    vt_range_repl_answer(l->b->ranges[tag.range_idx].actor, &tag, kind, 0, f->kind, f->payload,
-                         f->payload_len);
+    vt_repl__answer(l->n->ranges[tag.range_idx], &tag, kind, 0, f->kind, f->payload,
+                    f->payload_len);
 }
 
 static size_t
@@ -190,7 +299,7 @@ link_on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
         struct vt_frame f;
         size_t used = 0;
         const char *why = NULL;
-        int rc = vt_frame_parse(data + off, len - off, l->b->peer_frame, &f, &used, &why);
+        int rc = vt_frame_parse(data + off, len - off, l->n->cfg.max_frame_bytes, &f, &used, &why);
         if (rc == -EAGAIN)
             break;
         if (rc != 0) {
@@ -212,7 +321,7 @@ link_on_open(struct vt_conn *c, void *arg)
     l->open = true;
     vt_backoff_reset(&l->backoff);
     VT_INFO("replica link to %s (%s) is up", l->cn, vt_conn_peer_addr(c));
-    link_event(l, VT_RANGE_LINK_UP);
+    link_event(l, VT_REPL_LINK_UP);
 }
 
 static void
@@ -222,7 +331,7 @@ link_on_drain(struct vt_conn *c, void *arg)
     struct vt_peer_link *l = arg;
     if (l->want_drain) {
         l->want_drain = false;
-        link_event(l, VT_RANGE_LINK_DRAIN);
+        link_event(l, VT_REPL_LINK_DRAIN);
     }
 }
 
@@ -232,7 +341,7 @@ link_on_close(struct vt_conn *c, int err, const char *reason, void *arg)
     (void)c;
     struct vt_peer_link *l = arg;
     bool was_open = l->open;
-    atomic_fetch_sub(&l->b->repl_conns, 1);
+    atomic_fetch_sub(&l->n->conns, 1);
     l->conn = NULL;
     l->open = false;
     l->want_drain = false;
@@ -240,7 +349,7 @@ link_on_close(struct vt_conn *c, int err, const char *reason, void *arg)
     if (was_open) {
         VT_WARN("replica link to %s closed: %s (%s)", l->cn, reason ? reason : "",
                 strerror(err < 0 ? -err : err));
-        link_event(l, VT_RANGE_LINK_DOWN);
+        link_event(l, VT_REPL_LINK_DOWN);
     }
     if (!l->stopping)
         vt_timer_arm(l->core, &l->retry, vt_backoff_next_ms(&l->backoff) + 1);
@@ -258,12 +367,12 @@ link_dial(struct vt_peer_link *l)
 {
     if (l->stopping || l->conn != NULL)
         return;
-    const struct vt_node_peer *p = &l->b->cfg->replication.peers[l->peer];
+    const struct vt_repl_peer *p = &l->n->peers[l->peer];
     char err[256];
-    l->conn = vt_conn_connect(l->core, l->b->peer_tls, p->address.host, p->address.port, l->cn,
-                              &l->b->peer_policy, &link_cbs, l, err, sizeof(err));
+    l->conn = vt_conn_connect(l->core, l->n->peer_tls, p->address.host, p->address.port, l->cn,
+                              &l->n->peer_policy, &link_cbs, l, err, sizeof(err));
     if (l->conn != NULL)
-        atomic_fetch_add(&l->b->repl_conns, 1);
+        atomic_fetch_add(&l->n->conns, 1);
     if (l->conn == NULL) {
         VT_WARN_RL(5000, "replica link to %s at %s:%u: %s", l->cn, p->address.host,
                    p->address.port, err);
@@ -279,12 +388,12 @@ link_on_retry(struct vt_core *core, struct vt_timer *t)
 }
 
 int
-vt_peer_link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *iov, int iovcnt,
-                   const struct vt_peer_req_tag *tag)
+vt_repl__link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *iov, int iovcnt,
+                    const struct vt_peer_req_tag *tag)
 {
     if (l == NULL || !l->open)
         return -ENOTCONN;
-    VT_ASSERT(iovcnt >= 0 && iovcnt < VT_PEER_LINK_MAX_IOV);
+    VT_ASSERT(iovcnt >= 0 && iovcnt < VT_REPL_LINK_MAX_IOV);
     bool answered = kind != VT_K_REPL_HWM;
     uint64_t id = ++l->next_id;
     struct link_slot *s = &l->slots[id % LINK_SLOTS];
@@ -294,7 +403,7 @@ vt_peer_link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *io
         return -EAGAIN;
     }
     uint8_t hdr[VT_FRAME_HEADER_BYTES];
-    struct iovec all[VT_PEER_LINK_MAX_IOV];
+    struct iovec all[VT_REPL_LINK_MAX_IOV];
     vt_frame_encode_header_iov(hdr, kind, id, 0, iov, iovcnt);
     all[0] = (struct iovec){hdr, sizeof(hdr)};
     for (int i = 0; i < iovcnt; i++)
@@ -317,36 +426,36 @@ vt_peer_link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *io
 }
 
 int
-vt_peer_link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload, size_t len,
-                  const struct vt_peer_req_tag *tag)
+vt_repl__link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload, size_t len,
+                   const struct vt_peer_req_tag *tag)
 {
     struct iovec iov = {(void *)payload, len};
-    return vt_peer_link_sendv(l, kind, &iov, len ? 1 : 0, tag);
+    return vt_repl__link_sendv(l, kind, &iov, len ? 1 : 0, tag);
 }
 
 static int
-links_start(struct vt_broker *b, struct vt_core *core, struct vt_replica_core *rc)
+links_start(struct vt_repl_node *n, struct vt_core *core, struct vt_repl_core *rc)
 {
-    uint32_t np = b->cfg->replication.n_peers;
+    uint32_t np = n->cfg.n_peers;
     rc->links = calloc(np ? np : 1, sizeof(*rc->links));
     if (rc->links == NULL)
         return -ENOMEM;
     unsigned me = vt_core_id(core);
-    for (uint32_t i = 0; i < b->n_ranges; i++) {
-        const struct vt_broker_range *br = &b->ranges[i];
-        if (br->core != me || !br->leader)
+    for (uint32_t i = 0; i < n->n_ranges; i++) {
+        const struct vt_repl_range_config *rc_cfg = &n->ranges[i]->cfg;
+        if (rc_cfg->core != me || !rc_cfg->leader)
             continue;
-        for (uint32_t f = 0; f < br->n_followers; f++) {
-            uint32_t p = br->follower_peer[f];
+        for (uint32_t f = 0; f < rc_cfg->n_followers; f++) {
+            uint32_t p = rc_cfg->follower_peer[f];
             if (rc->links[p] != NULL)
                 continue;
             struct vt_peer_link *l = calloc(1, sizeof(*l));
             if (l == NULL)
                 return -ENOMEM;
-            l->b = b;
+            l->n = n;
             l->core = core;
             l->peer = p;
-            vt_uuid_format(b->cfg->replication.peers[p].node, l->cn);
+            vt_uuid_format(n->peers[p].node, l->cn);
             vt_backoff_init(&l->backoff, RECONNECT_BASE_MS, RECONNECT_MAX_MS,
                             (uint64_t)me * 7919u + p);
             vt_timer_init(&l->retry, link_on_retry, l);
@@ -416,7 +525,7 @@ rreq_back(struct vt_core *core, const struct vt_msg *m)
 }
 
 void
-vt_replica_answer(struct vt_core *core, struct vt_rreq *r)
+vt_repl__rreq_answer(struct vt_core *core, struct vt_rreq *r)
 {
     if (r->remote)
         vt_core_reply(core, &r->call, rreq_back, r, 0);
@@ -425,8 +534,8 @@ vt_replica_answer(struct vt_core *core, struct vt_rreq *r)
 }
 
 void
-vt_replica_answer_error(struct vt_core *core, struct vt_rreq *r, uint16_t code, const char *fmt,
-                        ...)
+vt_repl__rreq_error(struct vt_core *core, struct vt_rreq *r, uint16_t code, const char *fmt,
+                    ...)
 {
     char text[512];
     va_list ap;
@@ -444,7 +553,7 @@ vt_replica_answer_error(struct vt_core *core, struct vt_rreq *r, uint16_t code, 
         r->resp_kind = VT_K_REPL_ERROR;
         r->resp_len = w.len;
     }
-    vt_replica_answer(core, r);
+    vt_repl__rreq_answer(core, r);
 }
 
 static void
@@ -453,7 +562,7 @@ rreq_on_call(struct vt_core *core, const struct vt_msg *m)
     struct vt_rreq *r = m->ptr;
     r->remote = true;
     r->call = *m;
-    vt_range_repl_serve(core, r);
+    vt_repl__serve(core, r);
 }
 
 /* Routes one request frame to its range's core. */
@@ -468,7 +577,7 @@ rconn_dispatch(struct vt_rconn *c, const struct vt_frame *f)
         rconn_error(c, f->request_id, VT_REPL_E_INVALID_REQUEST, why);
         return;
     }
-    int idx = vt_broker_find_range(c->b, &id);
+    int idx = find_range(c->n, &id);
     if (idx < 0) {
         if (f->kind != VT_K_REPL_HWM)
             rconn_error(c, f->request_id, VT_REPL_E_WRONG_RANGE,
@@ -485,21 +594,21 @@ rconn_dispatch(struct vt_rconn *c, const struct vt_frame *f)
     }
     if (f->payload_len)
         memcpy(copy, f->payload, f->payload_len);
-    *r = (struct vt_rreq){.b = c->b, .rc = c, .request_id = f->request_id, .kind = f->kind,
+    *r = (struct vt_rreq){.n = c->n, .rc = c, .request_id = f->request_id, .kind = f->kind,
                           .range_idx = (uint32_t)idx, .payload = copy, .len = f->payload_len};
     memcpy(r->peer_uuid, c->peer_uuid, 16);
     c->outstanding++;
     c->outstanding_bytes += r->len;
-    unsigned owner = c->b->ranges[idx].core;
+    unsigned owner = c->n->ranges[idx]->cfg.core;
     if (owner == vt_core_id(c->core)) {
-        vt_range_repl_serve(c->core, r);
+        vt_repl__serve(c->core, r);
         return;
     }
     struct vt_msg m = {.fn = rreq_on_call, .ptr = r};
     if (vt_core_call(c->core, owner, &m) != 0) {
         r->remote = false;
-        vt_replica_answer_error(c->core, r, VT_REPL_E_OVERLOADED, "core %u is saturated",
-                                owner);
+        vt_repl__rreq_error(c->core, r, VT_REPL_E_OVERLOADED, "core %u is saturated",
+                            owner);
     }
 }
 
@@ -516,7 +625,7 @@ rconn_on_data(struct vt_conn *conn, const uint8_t *data, size_t len, void *arg)
     struct vt_rconn *c = arg;
     size_t off = 0;
     while (off < len && !c->gone) {
-        if (c->outstanding >= c->b->cfg->replication.max_connection_requests ||
+        if (c->outstanding >= c->n->cfg.max_connection_requests ||
             c->outstanding_bytes >= RCONN_MAX_BYTES) {
             c->paused = true; /* answers first: rreq_home resumes reading */
             vt_conn_pause_read(conn);
@@ -525,7 +634,7 @@ rconn_on_data(struct vt_conn *conn, const uint8_t *data, size_t len, void *arg)
         struct vt_frame f;
         size_t used = 0;
         const char *why = NULL;
-        int rc = vt_frame_parse(data + off, len - off, c->b->peer_frame, &f, &used, &why);
+        int rc = vt_frame_parse(data + off, len - off, c->n->cfg.max_frame_bytes, &f, &used, &why);
         if (rc == -EAGAIN)
             break;
         if (rc != 0) {
@@ -563,7 +672,7 @@ rconn_on_close(struct vt_conn *conn, int err, const char *reason, void *arg)
     (void)conn;
     (void)err;
     struct vt_rconn *c = arg;
-    struct vt_replica_core *rc = rcore(c->b, c->core);
+    struct vt_repl_core *rc = rcore(c->n, c->core);
     VT_INFO("replica connection from %s closed: %s", vt_conn_peer_cn(conn),
             reason ? reason : "");
     if (c->prev)
@@ -573,7 +682,7 @@ rconn_on_close(struct vt_conn *conn, int err, const char *reason, void *arg)
     if (c->next)
         c->next->prev = c->prev;
     rc->n_conns--;
-    atomic_fetch_sub(&c->b->repl_conns, 1);
+    atomic_fetch_sub(&c->n->conns, 1);
     c->gone = true;
     c->conn = NULL;
     rconn_maybe_free(c);
@@ -588,19 +697,19 @@ static const struct vt_conn_cbs rconn_cbs = {
 static void
 on_accept(struct vt_conn *conn, void *arg)
 {
-    struct vt_broker *b = arg;
+    struct vt_repl_node *n = arg;
     struct vt_core *core = vt_conn_core(conn);
-    struct vt_replica_core *rc = rcore(b, core);
+    struct vt_repl_core *rc = rcore(n, core);
     struct vt_rconn *c = calloc(1, sizeof(*c));
     if (c == NULL || rc->stopping) {
         free(c);
         vt_conn_close(conn, rc->stopping ? "node is shutting down" : "out of memory");
         return;
     }
-    c->b = b;
+    c->n = n;
     c->core = core;
     c->conn = conn;
-    atomic_fetch_add(&b->repl_conns, 1);
+    atomic_fetch_add(&n->conns, 1);
     c->next = rc->conns;
     if (rc->conns)
         rc->conns->prev = c;
@@ -610,40 +719,35 @@ on_accept(struct vt_conn *conn, void *arg)
 }
 
 int
-vt_replica_core_start(struct vt_broker *b, struct vt_core *core)
+vt_repl_core_start(struct vt_repl_node *n, struct vt_core *core)
 {
-    struct vt_replica_core *rc = calloc(1, sizeof(*rc));
-    struct vt_broker_core *bc = b->cores[vt_core_id(core)];
-    if (rc == NULL)
+    struct vt_repl_core *rc = rcore(n, core);
+    rc->core = core;
+    rc->hist = calloc(VT_EPOCH_HISTORY_MAX, sizeof(*rc->hist));
+    rc->buf = malloc(VT_REPL_SCRATCH_BYTES);
+    if (rc->hist == NULL || rc->buf == NULL)
         return -ENOMEM;
-    bc->repl = rc;
-    bc->repl_hist = calloc(VT_EPOCH_HISTORY_MAX, sizeof(*bc->repl_hist));
-    bc->repl_buf = malloc(VT_REPL_SCRATCH_BYTES);
-    if (bc->repl_hist == NULL || bc->repl_buf == NULL)
-        return -ENOMEM;
-    const struct vt_cfg_hostport *hp = &b->cfg->replication.listen;
+    const struct vt_cfg_hostport *hp = &n->cfg.listen;
     char err[256];
-    rc->listener = vt_listener_open(core, hp->host, hp->port, b->tls, &b->peer_policy, on_accept,
-                                    b, err, sizeof(err));
+    rc->listener = vt_listener_open(core, hp->host, hp->port, n->cfg.server_tls, &n->peer_policy,
+                                    on_accept, n, err, sizeof(err));
     if (rc->listener == NULL) {
         VT_ERROR("replication listener %s:%u: %s", hp->host, hp->port, err);
         return -EADDRINUSE;
     }
-    return links_start(b, core, rc);
+    return links_start(n, core, rc);
 }
 
 void
-vt_replica_core_stop(struct vt_broker *b, struct vt_core *core)
+vt_repl_core_stop(struct vt_repl_node *n, struct vt_core *core)
 {
-    struct vt_replica_core *rc = rcore(b, core);
-    if (rc == NULL)
-        return;
+    struct vt_repl_core *rc = rcore(n, core);
     rc->stopping = true;
     if (rc->listener) {
         vt_listener_close(rc->listener);
         rc->listener = NULL;
     }
-    for (uint32_t p = 0; rc->links && p < b->cfg->replication.n_peers; p++) {
+    for (uint32_t p = 0; rc->links && p < n->cfg.n_peers; p++) {
         struct vt_peer_link *l = rc->links[p];
         if (l == NULL)
             continue;
@@ -655,23 +759,4 @@ vt_replica_core_stop(struct vt_broker *b, struct vt_core *core)
     for (struct vt_rconn *c = rc->conns; c != NULL; c = c->next)
         if (c->conn)
             vt_conn_close(c->conn, "node is shutting down");
-}
-
-void
-vt_replica_core_free(struct vt_broker *b, unsigned core)
-{
-    struct vt_replica_core *rc = b->cores[core]->repl;
-    free(b->cores[core]->repl_hist);
-    free(b->cores[core]->repl_buf);
-    b->cores[core]->repl_hist = NULL;
-    b->cores[core]->repl_buf = NULL;
-    if (rc == NULL)
-        return;
-    for (uint32_t p = 0; rc->links && p < b->cfg->replication.n_peers; p++)
-        free(rc->links[p]);
-    free(rc->links);
-    if (rc->listener)
-        vt_listener_close(rc->listener);
-    free(rc);
-    b->cores[core]->repl = NULL;
 }

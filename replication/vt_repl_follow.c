@@ -1,0 +1,397 @@
+/* The follower half of a replicated range (see vt_repl_host.h): replica appends,
+ * fences, HWM updates, status and history probes, on the range's core.
+ * Only the range's configured leader may drive it, and only at the epoch
+ * the follower holds (raised by a fence, never lowered). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_codec.h"
+#include "vt_diag.h"
+#include "vt_metrics.h"
+#include "vt_producers.h"
+#include "vt_repl_node_int.h"
+#include "vt_repl_proto.h"
+
+/* Encodes an answer into a fresh buffer and sends it home. */
+static void
+answer(struct vt_core *c, struct vt_rreq *r, uint16_t kind, struct vt_wr *w)
+{
+    if (!vt_wr_ok(w)) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "answer does not fit");
+        return;
+    }
+    r->resp_kind = kind;
+    r->resp_len = w->len;
+    vt_repl__rreq_answer(c, r);
+}
+
+static void
+answer_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_append_resp m = {.range = rr->cfg.ident,
+                                    .epoch = rr->epoch,
+                                    .durable = vt_rlog_committed(rr->log),
+                                    .next_offset = vt_rlog_next_offset(rr->log)};
+    r->resp = malloc(512);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->resp, 512);
+    vt_repl_encode_append_resp(&w, &m);
+    answer(c, r, VT_K_REPL_APPEND_RESP, &w);
+}
+
+static void
+on_applied(struct vt_rlog *l, int rc, uint64_t base, void *arg)
+{
+    (void)base;
+    struct vt_rreq *r = arg;
+    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    struct vt_core *c = vt_core_self();
+    VT_REPL_OWNED(rr);
+    (void)l;
+    if (rc != 0) {
+        vt_repl__rreq_error(c, r, rc == -ESTALE ? VT_REPL_E_FENCED : VT_REPL_E_STORAGE,
+                            "follower append not durable: %s", strerror(-rc));
+        return;
+    }
+    answer_append(c, r, rr);
+}
+
+static void
+on_applied_quiet(struct vt_rlog *l, int rc, uint64_t base, void *arg)
+{
+    (void)l;
+    (void)rc;
+    (void)base;
+    (void)arg; /* only the last batch of a request answers */
+}
+
+static void
+note_hwm(struct vt_repl_range *rr, uint64_t hwm)
+{
+    if (hwm > rr->hwm_raw)
+        rr->hwm_raw = hwm;
+    atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+}
+
+/* Appends every batch of the request; the last one's durability answers. */
+static void
+apply(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr,
+      const struct vt_repl_append *m)
+{
+    const uint8_t *p = m->batches;
+    size_t pos = 0;
+    uint64_t base = m->expected_base;
+    while (pos < m->batches_len) {
+        uint32_t blen = vt_be32_get(p + pos + 4), n = vt_be32_get(p + pos + 16);
+        bool last = pos + blen == m->batches_len;
+        int rc = vt_rlog_append_replica(rr->log, (uint8_t *)p + pos, blen, m->epoch, base,
+                                        last ? on_applied : on_applied_quiet, r);
+        if (rc != VT_RLOG_APPENDED) {
+            VT_WARN_RL(1000, "range %s: follower append at %llu refused: %s",
+                       rr->cfg.ident.topic, (unsigned long long)base,
+                       rc < 0 ? strerror(-rc) : vt_producers_code_name(rc));
+            uint16_t code = rc == -EAGAIN   ? VT_REPL_E_OVERLOADED
+                            : rc == -ESTALE ? VT_REPL_E_FENCED
+                                            : VT_REPL_E_INVALID_REQUEST;
+            vt_repl__rreq_error(c, r, code, "follower append at offset %llu refused: %s",
+                                (unsigned long long)base,
+                                rc < 0 ? strerror(-rc) : vt_producers_code_name(rc));
+            return;
+        }
+        base += n;
+        pos += blen;
+    }
+    vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.appends_served, 1);
+    atomic_store_explicit(&rr->cfg.pub->next, vt_rlog_next_offset(rr->log),
+                          memory_order_relaxed);
+}
+
+static void
+serve_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    const struct vt_repl_node_config *cfg = &rr->n->cfg;
+    struct vt_repl_limits lim = {.max_batches_bytes = cfg->max_frame_bytes,
+                                 .max_batch_bytes = cfg->max_batch_bytes,
+                                 .max_record_bytes = cfg->max_record_bytes};
+    struct vt_repl_append m;
+    const char *why = NULL;
+    if (vt_repl_decode_append(r->payload, r->len, &lim, &m, &why) != 0) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaAppend: %s", why);
+        return;
+    }
+    uint64_t held = rr->epoch, next = vt_rlog_next_offset(rr->log);
+    uint64_t durable = vt_rlog_committed(rr->log);
+    enum vt_repl_verdict v =
+        vt_repl_follower_verdict(held, next, durable, m.epoch, m.expected_base, m.end_offset);
+    if (v != VT_REPL_FENCED)
+        note_hwm(rr, m.hwm);
+    switch (v) {
+    case VT_REPL_APPLY:
+        apply(c, r, rr, &m);
+        return;
+    case VT_REPL_ACK:
+        answer_append(c, r, rr);
+        return;
+    case VT_REPL_WAIT:
+        if (vt_rlog_when_durable(rr->log, m.end_offset, on_applied, r) != 0)
+            vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "range log is poisoned");
+        return;
+    case VT_REPL_FENCED:
+        vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
+        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED,
+                            "append at epoch %llu refused: this replica holds epoch %llu",
+                            (unsigned long long)m.epoch, (unsigned long long)held);
+        return;
+    case VT_REPL_GAP:
+    case VT_REPL_OVERLAP:
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST,
+                            "append [%llu, %llu) does not continue this replica's log "
+                                "(next %llu): %s; resync",
+                                (unsigned long long)m.expected_base,
+                                (unsigned long long)m.end_offset, (unsigned long long)next,
+                                vt_repl_verdict_name(v));
+        return;
+    }
+}
+
+/* ---- fence ----------------------------------------------------------------------------- */
+
+struct fence_job {
+    struct vt_rreq *r;
+    struct vt_repl_range *rr;
+    struct vt_repl_fence_plan plan;
+    uint64_t truncated;
+};
+
+static void
+fence_answer(struct vt_core *c, struct fence_job *j)
+{
+    struct vt_repl_range *rr = j->rr;
+    struct vt_rreq *r = j->r;
+    struct vt_epoch_entry *hist = vt_repl__hist(rr);
+    uint32_t n = vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
+    struct vt_repl_fence_resp m = {.range = rr->cfg.ident,
+                                   .held_epoch = rr->epoch,
+                                   .durable = vt_rlog_committed(rr->log),
+                                   .next_offset = vt_rlog_next_offset(rr->log),
+                                   .hwm = vt_repl_range_hwm(rr),
+                                   .truncated_records = j->truncated,
+                                   .history = hist,
+                                   .history_count = n};
+    free(j);
+    size_t cap = vt_epoch_list_size(n) + 1024;
+    r->resp = malloc(cap);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->resp, cap);
+    vt_repl_encode_fence_resp(&w, &m);
+    atomic_store(&rr->cfg.pub->epoch, rr->epoch);
+    atomic_store_explicit(&rr->cfg.pub->next, vt_rlog_next_offset(rr->log),
+                          memory_order_relaxed);
+    atomic_store_explicit(&rr->cfg.pub->committed, vt_rlog_committed(rr->log),
+                          memory_order_relaxed);
+    answer(c, r, VT_K_REPL_FENCE_RESP, &w);
+}
+
+static void
+fence_truncated(struct vt_rlog *l, int rc, uint64_t removed, void *arg)
+{
+    (void)l;
+    struct fence_job *j = arg;
+    struct vt_core *c = vt_core_self();
+    VT_REPL_OWNED(j->rr);
+    if (rc != 0) {
+        struct vt_rreq *r = j->r;
+        free(j);
+        vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "divergence truncation failed: %s",
+                            strerror(-rc));
+        return;
+    }
+    j->truncated = removed;
+    vt_metric_add(vt_repl__shard(j->rr), j->rr->n->cfg.m.truncated, removed);
+    VT_WARN("range %s: truncated %llu divergent records at offset %llu (%s)",
+            j->rr->cfg.ident.topic, (unsigned long long)removed,
+            (unsigned long long)j->plan.cut, j->plan.why);
+    fence_answer(c, j);
+}
+
+static void
+fence_adopted(struct vt_rlog *l, int rc, void *arg)
+{
+    struct fence_job *j = arg;
+    struct vt_core *c = vt_core_self();
+    VT_REPL_OWNED(j->rr);
+    if (rc != 0) {
+        struct vt_rreq *r = j->r;
+        free(j);
+        vt_repl__rreq_error(c, r, rc == -ESTALE ? VT_REPL_E_FENCED : VT_REPL_E_STORAGE,
+                            "cannot adopt the epoch: %s", strerror(-rc));
+        return;
+    }
+    j->rr->epoch = vt_rlog_held_epoch(l);
+    if (!j->plan.truncate) {
+        fence_answer(c, j);
+        return;
+    }
+    int trc = vt_rlog_truncate(l, j->plan.cut, vt_repl_range_hwm(j->rr), fence_truncated, j);
+    if (trc != 0)
+        fence_truncated(l, trc, 0, j);
+}
+
+static void
+serve_fence(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_epoch_entry *lh = malloc(VT_EPOCH_HISTORY_MAX * sizeof(*lh));
+    struct vt_epoch_entry *own = vt_repl__hist(rr);
+    struct fence_job *j = calloc(1, sizeof(*j));
+    struct vt_repl_fence m;
+    const char *why = NULL;
+    if (lh == NULL || j == NULL) {
+        free(lh);
+        free(j);
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    if (vt_repl_decode_fence(r->payload, r->len, lh, &m, &why) != 0) {
+        free(lh);
+        free(j);
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaFence: %s", why);
+        return;
+    }
+    uint32_t n_own = vt_rlog_history(rr->log, own, VT_EPOCH_HISTORY_MAX);
+    struct vt_repl_fence_in in = {.held = rr->epoch, .own = own, .n_own = n_own,
+                                  .own_next = vt_rlog_next_offset(rr->log),
+                                  .own_hwm = vt_repl_range_hwm(rr), .epoch = m.epoch,
+                                  .leader = lh, .n_leader = m.history_count,
+                                  .leader_next = m.leader_next};
+    int rc = vt_repl_fence_plan(&in, &j->plan);
+    free(lh);
+    if (rc != 0) {
+        const char *pwhy = j->plan.why;
+        free(j);
+        if (rc == -ESTALE)
+            vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
+        vt_repl__rreq_error(c, r, rc == -ESTALE ? VT_REPL_E_FENCED
+                            : VT_REPL_E_INVALID_REQUEST,
+        "fence at epoch %llu refused (held %llu): %s",
+        (unsigned long long)m.epoch,
+        (unsigned long long)rr->epoch, pwhy);
+        return;
+    }
+    j->r = r;
+    j->rr = rr;
+    rc = vt_rlog_adopt_epoch(rr->log, m.epoch, fence_adopted, j);
+    if (rc != 0)
+        fence_adopted(rr->log, rc, j);
+}
+
+/* ---- status, history, HWM --------------------------------------------------------------- */
+
+static void
+serve_status(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_status m;
+    const char *why = NULL;
+    if (vt_repl_decode_status(r->payload, r->len, &m, &why) != 0) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaStatus: %s", why);
+        return;
+    }
+    struct vt_repl_status_resp s = {.range = m.range, .held_epoch = rr->epoch,
+                                    .durable = vt_rlog_committed(rr->log),
+                                    .next_offset = vt_rlog_next_offset(rr->log),
+                                    .hwm = vt_repl_range_hwm(rr),
+                                    .start_offset = vt_rlog_start_offset(rr->log)};
+    r->resp = malloc(512);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->resp, 512);
+    vt_repl_encode_status_resp(&w, &s);
+    answer(c, r, VT_K_REPL_STATUS_RESP, &w);
+}
+
+static void
+serve_history(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_history m;
+    const char *why = NULL;
+    if (vt_repl_decode_history(r->payload, r->len, &m, &why) != 0) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "EpochHistory: %s", why);
+        return;
+    }
+    struct vt_epoch_entry *hist = vt_repl__hist(rr);
+    uint32_t n = vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
+    struct vt_repl_history_resp h = {.range = m.range, .history = hist, .history_count = n};
+    size_t cap = vt_epoch_list_size(n) + 512;
+    r->resp = malloc(cap);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->resp, cap);
+    vt_repl_encode_history_resp(&w, &h);
+    answer(c, r, VT_K_REPL_HISTORY_RESP, &w);
+}
+
+static void
+serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_hwm m;
+    const char *why = NULL;
+    if (vt_repl_decode_hwm(r->payload, r->len, &m, &why) == 0 && m.epoch == rr->epoch)
+        note_hwm(rr, m.hwm);
+    r->resp_kind = 0; /* fire and forget */
+    vt_repl__rreq_answer(c, r);
+}
+
+void
+vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
+{
+    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    VT_REPL_OWNED(rr);
+    const struct vt_repl_range_config *rc = &rr->cfg;
+    if (r->kind == VT_K_REPL_HWM && (rr->state != VT_RR_READY || !rc->replicated || rc->leader)) {
+        vt_repl__rreq_answer(c, r);
+        return;
+    }
+    /* a range hosted here alone has no replication state to wait for */
+    if (rc->replicated && rr->state != VT_RR_READY) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "range is %s",
+                            rr->state == VT_RR_OPENING ? "still recovering" : "not serving");
+        return;
+    }
+    if (!rc->replicated || rc->leader) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_WRONG_RANGE,
+                            "this node %s range %s: it does not follow",
+                            rc->replicated ? "leads" : "alone hosts", rc->ident.topic);
+        return;
+    }
+    if (r->kind != VT_K_REPL_STATUS && r->kind != VT_K_REPL_HISTORY &&
+        memcmp(r->peer_uuid, rc->leader_uuid, 16) != 0) {
+        vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
+        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "the sender is not range %s's leader",
+                            rc->ident.topic);
+        return;
+    }
+    switch (r->kind) {
+    case VT_K_REPL_APPEND: serve_append(c, r, rr); return;
+    case VT_K_REPL_FENCE: serve_fence(c, r, rr); return;
+    case VT_K_REPL_STATUS: serve_status(c, r, rr); return;
+    case VT_K_REPL_HISTORY: serve_history(c, r, rr); return;
+    case VT_K_REPL_HWM: serve_hwm(c, r, rr); return;
+    default:
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "unexpected kind %u", r->kind);
+    }
+}

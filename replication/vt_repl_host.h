@@ -1,0 +1,171 @@
+/* The replica plane as a node hosts it: the one header the node composition
+ * (actors/) uses. It owns the mutual-TLS connections between data nodes
+ * (one link per (core, peer) on the leader side, a listener per core on the
+ * follower side), the leader's quorum produce path and the follower's serve
+ * path of every replicated range, on top of the I/O-free rules of
+ * vt_repl.h and the codecs of proto/vt_repl_proto.h. docs/REPLICATION.md has
+ * the protocol.
+ *
+ * What the host gives it, all filled at boot and immutable afterwards: the
+ * node's replica-plane settings (struct vt_repl_node_config), one struct
+ * vt_repl_range_config per hosted range (its identity, owning core and
+ * static leadership, and where to publish what status and metrics read),
+ * and, once a range is open on its core, that range's log. A produce on a
+ * replicated range carries a struct vt_repl_waiter with its own completion
+ * callback; nothing here knows who asked.
+ *
+ * Threads: vt_repl_node_new / _range_add / _node_free run on the main thread
+ * (before the runtime starts, after it stopped); vt_repl_core_* on every
+ * core; vt_repl_range_* on the range's owning core (asserted). Nothing
+ * blocks. */
+#ifndef VT_REPL_HOST_H
+#define VT_REPL_HOST_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vt_assert.h"
+#include "vt_config.h"
+#include "vt_log_types.h"
+#include "vt_metrics.h"
+#include "vt_repl.h"
+#include "vt_rlog.h"
+#include "vt_runtime.h"
+#include "vt_tls.h"
+
+/* Bytes of the per-core encode scratch (a fence with a full history). */
+#define VT_REPL_SCRATCH_BYTES (4096u * 16u + 4096u)
+
+/* Another data node this one replicates with. */
+struct vt_repl_peer {
+    uint8_t node[16];               /* its node UUID: its certificate's CN */
+    struct vt_cfg_hostport address; /* its replication listener */
+};
+
+/* Counter ids the host registered (vt_metrics_counter) for the plane. */
+struct vt_repl_metric_ids {
+    int resyncs, fences, truncated, quorum_timeouts, appends_served, fenced_refusals;
+};
+
+/* The node's replica plane. immutable after boot */
+struct vt_repl_node_config {
+    uint8_t node_uuid[16];
+    unsigned cores;                   /* the runtime's cores */
+    struct vt_cfg_hostport listen;    /* this node's replication listener */
+    const struct vt_repl_peer *peers; /* copied by vt_repl_node_new */
+    uint32_t n_peers;
+    struct vt_tls_files tls;          /* the dialing side's certificate */
+    struct vt_tls_ctx *server_tls;    /* the listener's context (borrowed; outlives the node) */
+    uint64_t quorum_timeout_ms;       /* a quorum produce fails (retryably) after this */
+    uint64_t connect_timeout_ms;
+    uint32_t window_requests;         /* appends in flight per follower */
+    uint64_t window_bytes;            /* bytes in flight per follower */
+    uint64_t retransmit_bytes;        /* per led range */
+    uint64_t retransmit_core_bytes;   /* all led ranges of one core together */
+    uint32_t max_connection_requests; /* follower side: requests queued per connection */
+    uint32_t max_frame_bytes;         /* largest replica frame */
+    uint32_t max_batch_bytes, max_record_bytes;
+    struct vt_metrics *metrics;
+    struct vt_repl_metric_ids m;
+};
+
+/* A follower as its leader sees it, published for status and metrics. */
+struct vt_repl_follower_pub {
+    _Atomic uint64_t durable, send_next, inflight_requests, inflight_bytes;
+    _Atomic uint64_t resyncs, fences, truncated, lag;
+    _Atomic int state;        /* enum vt_repl_fstate */
+    _Atomic int link_up;
+};
+
+/* A range's replication state as status and metrics read it. single
+ * writer: the range's core (the host's own range code writes next and
+ * committed too, from the same core); read racily by anyone. */
+struct vt_repl_pub {
+    _Atomic uint64_t next, committed, hwm, epoch;
+    struct vt_repl_follower_pub followers[VT_REPL_MAX_FOLLOWERS];
+};
+
+/* One hosted range. immutable after boot */
+struct vt_repl_range_config {
+    struct vt_range_ident ident;
+    unsigned core;                /* the owning core */
+    uint64_t fencing_epoch;       /* the configured first epoch */
+    bool replicated;              /* false: hosted here alone (replica requests get WrongRange) */
+    bool leader;                  /* this node leads it (static until leases exist) */
+    uint8_t leader_uuid[16];
+    uint32_t n_followers;         /* leader: followers in the replica set */
+    uint32_t follower_peer[VT_REPL_MAX_FOLLOWERS]; /* their indexes in the node's peers */
+    struct vt_repl_pub *pub;      /* where the range's state is published */
+};
+
+struct vt_repl_node;
+struct vt_repl_range;
+
+/* ---- the node (main thread) ----------------------------------------------- */
+
+/* Copies `cfg` (and its peers), builds the dialing TLS context and the peer
+ * allowlist. NULL with `err` on failure. */
+struct vt_repl_node *vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err,
+                                      size_t err_len);
+/* After the runtime stopped: frees every range and core part. NULL ok. */
+void vt_repl_node_free(struct vt_repl_node *n);
+/* Registers a hosted range (every hosted range, replicated or not, so that
+ * replica requests for it get the right refusal). NULL when out of memory. */
+struct vt_repl_range *vt_repl_range_add(struct vt_repl_node *n,
+                                        const struct vt_repl_range_config *c);
+/* Open replica-plane connections on every core (shutdown progress). */
+uint32_t vt_repl_node_conns(const struct vt_repl_node *n);
+
+/* ---- per core -------------------------------------------------------------- */
+
+/* From the core's start: the listener and the links its led ranges need.
+ * 0 or -errno (logged). */
+int vt_repl_core_start(struct vt_repl_node *n, struct vt_core *core) VT_MUST_USE;
+/* At shutdown, on the core: closes the listener, links and connections. */
+void vt_repl_core_stop(struct vt_repl_node *n, struct vt_core *core);
+
+/* ---- per range, on its core ------------------------------------------------- */
+
+/* The range's log is open: a leader starts a new epoch (durably) and fences
+ * its followers; a follower adopts the epoch it holds. Calls ready(arg)
+ * once the range may serve (a leader that failed to start still calls it,
+ * then refuses writes). */
+void vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_rlog *log,
+                          void (*ready)(void *arg), void *arg);
+/* The range failed to open: replica requests are refused as "not serving". */
+void vt_repl_range_failed(struct vt_repl_range *rr);
+/* The epoch this node writes (leader) or holds (follower). */
+uint64_t vt_repl_range_epoch(const struct vt_repl_range *rr);
+/* The HWM consumers may read below on this replica. */
+uint64_t vt_repl_range_hwm(const struct vt_repl_range *rr);
+
+/* A produce on a replicated range, answered once through w->done. */
+struct vt_repl_waiter {
+    /* the host fills these */
+    void (*done)(struct vt_core *core, struct vt_repl_waiter *w, uint16_t code,
+                 const char *msg); /* code 0 = acknowledged (msg NULL) */
+    uint32_t records;
+    /* replication fills these before done(code 0) */
+    uint8_t duplicate;       /* a retry: base_offset is the original one */
+    uint64_t base_offset;
+    uint64_t committed_next; /* the HWM at acknowledgement */
+    struct vt_repl_range *rr; /* private */
+};
+/* Appends one validated batch of w->records records (the leader path) and
+ * answers when it is durable on a quorum, or refuses (follower, deposed,
+ * overloaded, fenced). `batch` must stay valid until w->done. */
+void vt_repl_range_produce(struct vt_repl_range *rr, struct vt_core *core, uint8_t *batch,
+                           uint32_t batch_len, struct vt_repl_waiter *w);
+/* After each local commit (the range log's on_commit hook). */
+void vt_repl_range_local_durable(struct vt_repl_range *rr);
+/* Shutdown: fails quorum waiters, stops timers; replica requests are
+ * refused from now on. */
+void vt_repl_range_stop(struct vt_repl_range *rr);
+
+/* Maps a vt_rlog_append refusal to the client-plane error code and text
+ * (shared with the host's single-node produce path). */
+uint16_t vt_repl_append_refusal(int rc, char *msg, size_t msg_len);
+
+#endif

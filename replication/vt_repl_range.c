@@ -1,0 +1,641 @@
+/* The leader half of a replicated range on its core (see vt_repl_host.h):
+ * the quorum produce path around struct vt_repl_leader, what the leader
+ * driver asks for (sends, catch-up reads), the followers' answers, and the
+ * start of a range's replication once its log is open. Leadership is
+ * static (the config names the leader) until leases exist; every leader
+ * incarnation writes under a fresh fencing epoch, recorded durably before
+ * its first write, so a restarted leader can never write "the same offset
+ * with a different record" under an epoch its followers already hold. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_batch.h"
+#include "vt_clock.h"
+#include "vt_codec.h"
+#include "vt_diag.h"
+#include "vt_metrics.h"
+#include "vt_producers.h"
+#include "vt_proto.h"
+#include "vt_repl_node_int.h"
+#include "vt_repl_proto.h"
+
+#define QW_CAP 65536u
+#define TICK_MS 50u
+
+struct vt_repl_qwait {
+    uint64_t end;
+    uint64_t deadline_ns;
+    struct vt_repl_waiter *w;
+};
+
+struct vt_repl_qwait *
+vt_repl__qw_new(void)
+{
+    return calloc(QW_CAP, sizeof(struct vt_repl_qwait));
+}
+
+void
+vt_repl__range_free(struct vt_repl_range *rr)
+{
+    if (rr == NULL)
+        return;
+    vt_repl_leader_free(rr->lead);
+    free(rr->qw);
+    free(rr);
+}
+
+uint64_t
+vt_repl_range_epoch(const struct vt_repl_range *rr)
+{
+    return rr->epoch;
+}
+
+uint64_t
+vt_repl_range_hwm(const struct vt_repl_range *rr)
+{
+    if (rr->log == NULL || rr->stopped) /* not open yet, or closing */
+        return atomic_load_explicit(&rr->cfg.pub->hwm, memory_order_relaxed);
+    VT_REPL_OWNED(rr);
+    uint64_t committed = vt_rlog_committed(rr->log);
+    if (rr->lead != NULL)
+        return vt_repl_leader_hwm(rr->lead);
+    if (rr->cfg.leader)
+        return 0; /* a leader still starting its epoch serves nothing yet */
+    return rr->hwm_raw < committed ? rr->hwm_raw : committed;
+}
+
+static void
+publish_followers(struct vt_repl_range *rr)
+{
+    struct vt_repl_pub *pub = rr->cfg.pub;
+    atomic_store_explicit(&pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+    if (rr->lead == NULL)
+        return;
+    uint64_t next = vt_repl_leader_next(rr->lead);
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        struct vt_repl_follower_view v;
+        vt_repl_leader_view(rr->lead, f, &v);
+        struct vt_repl_follower_pub *p = &pub->followers[f];
+        atomic_store_explicit(&p->durable, v.durable, memory_order_relaxed);
+        atomic_store_explicit(&p->send_next, v.send_next, memory_order_relaxed);
+        atomic_store_explicit(&p->inflight_requests, v.inflight_requests, memory_order_relaxed);
+        atomic_store_explicit(&p->inflight_bytes, v.inflight_bytes, memory_order_relaxed);
+        atomic_store_explicit(&p->resyncs, v.resyncs, memory_order_relaxed);
+        atomic_store_explicit(&p->fences, v.fences, memory_order_relaxed);
+        atomic_store_explicit(&p->truncated, v.truncated_records, memory_order_relaxed);
+        atomic_store_explicit(&p->lag, next > v.durable ? next - v.durable : 0,
+                              memory_order_relaxed);
+        atomic_store_explicit(&p->state, (int)v.state, memory_order_relaxed);
+    }
+}
+
+/* ---- answering a produce ------------------------------------------------------ */
+
+static void
+w_fail(struct vt_core *c, struct vt_repl_waiter *w, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+w_fail(struct vt_core *c, struct vt_repl_waiter *w, uint16_t code, const char *fmt, ...)
+{
+    char msg[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    w->done(c, w, code, msg);
+}
+
+static void
+w_ok(struct vt_core *c, struct vt_repl_waiter *w, uint64_t hwm)
+{
+    w->committed_next = hwm;
+    w->done(c, w, 0, NULL);
+}
+
+static const char *
+producer_text(int rc)
+{
+    switch (rc) {
+    case VT_PRODUCER_FENCED: return "producer epoch is older than one this range has seen";
+    case VT_SEQ_FIRST: return "a new producer epoch must start at sequence 0";
+    case VT_SEQ_GAP: return "sequence gap: the batch skips sequences after the last accepted";
+    case VT_SEQ_CONFLICT: return "sequence conflict: these sequences were accepted with other "
+                                 "content";
+    case VT_SEQ_BELOW_WINDOW: return "sequence is older than the idempotency window can prove";
+    default: return "producer state refused the batch";
+    }
+}
+
+static uint16_t
+producer_code(int rc)
+{
+    switch (rc) {
+    case VT_PRODUCER_FENCED: return VT_E_PRODUCER_FENCED;
+    case VT_SEQ_FIRST: return VT_E_SEQUENCE_FIRST;
+    case VT_SEQ_GAP: return VT_E_SEQUENCE_GAP;
+    case VT_SEQ_CONFLICT: return VT_E_SEQUENCE_CONFLICT;
+    case VT_SEQ_BELOW_WINDOW: return VT_E_SEQUENCE_BELOW_WINDOW;
+    default: return VT_E_INVALID_REQUEST;
+    }
+}
+
+uint16_t
+vt_repl_append_refusal(int rc, char *msg, size_t msg_len)
+{
+    VT_ASSERT(rc != VT_RLOG_APPENDED && rc != VT_RLOG_DUPLICATE);
+    const char *text = NULL;
+    uint16_t code = VT_E_STORAGE;
+    if (rc == -EAGAIN) {
+        code = VT_E_OVERLOADED;
+        text = "range write budget full: retry";
+    } else if (rc == -EIO) {
+        text = "range is poisoned by an I/O error";
+    } else if (rc == -ESTALE) {
+        code = VT_E_FENCED;
+        text = "range fenced";
+    } else if (rc == -EINVAL) {
+        code = VT_E_INVALID_REQUEST;
+        text = "batch exceeds the range's limits or is malformed";
+    } else if (rc == -ECANCELED) {
+        text = "range is closing";
+    }
+    if (text != NULL) {
+        snprintf(msg, msg_len, "%s", text);
+        return code;
+    }
+    snprintf(msg, msg_len, "%s (%s)", producer_text(rc), vt_producers_code_name(rc));
+    return producer_code(rc);
+}
+
+static void
+w_refuse(struct vt_core *c, struct vt_repl_waiter *w, int rc)
+{
+    char msg[240];
+    uint16_t code = vt_repl_append_refusal(rc, msg, sizeof(msg));
+    w->done(c, w, code, msg);
+}
+
+/* ---- leader: quorum waiters --------------------------------------------------- */
+
+static void
+qw_complete(struct vt_repl_range *rr, uint64_t hwm)
+{
+    while (rr->qw_n > 0 && rr->qw[rr->qw_head].end <= hwm) {
+        struct vt_repl_waiter *w = rr->qw[rr->qw_head].w;
+        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_n--;
+        w_ok(rr->core, w, hwm);
+    }
+}
+
+static void
+qw_fail_all(struct vt_repl_range *rr, uint16_t code, const char *why)
+{
+    while (rr->qw_n > 0) {
+        struct vt_repl_waiter *w = rr->qw[rr->qw_head].w;
+        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_n--;
+        w_fail(rr->core, w, code, "%s", why);
+    }
+}
+
+static struct vt_peer_link *
+link_of(struct vt_repl_range *rr, uint32_t f)
+{
+    return vt_repl__link(rr->n, rr->core, rr->cfg.follower_peer[f]);
+}
+
+static void
+on_tick(struct vt_core *core, struct vt_timer *t)
+{
+    struct vt_repl_range *rr = t->arg;
+    VT_REPL_OWNED(rr);
+    uint64_t now = vt_clock_mono_ns();
+    uint64_t tmo = rr->n->cfg.quorum_timeout_ms;
+    while (rr->qw_n > 0 && rr->qw[rr->qw_head].deadline_ns <= now) {
+        struct vt_repl_qwait *q = &rr->qw[rr->qw_head];
+        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_n--;
+        vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.quorum_timeouts, 1);
+        w_fail(core, q->w, VT_E_OVERLOADED,
+               "quorum not reached within %llu ms (HWM %llu, batch ends at %llu): not "
+               "acknowledged; retry (the producer's sequence makes a retry safe)",
+               (unsigned long long)tmo, (unsigned long long)vt_repl_range_hwm(rr),
+               (unsigned long long)q->end);
+    }
+    /* A follower whose fence failed (still recovering, storage trouble)
+     * is fenced again while its link is up. */
+    for (uint32_t f = 0; rr->lead != NULL && !rr->deposed && f < rr->cfg.n_followers; f++) {
+        struct vt_repl_follower_view v;
+        vt_repl_leader_view(rr->lead, f, &v);
+        if (v.state == VT_REPL_F_DOWN && vt_repl__link_up(link_of(rr, f))) {
+            vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fences, 1);
+            vt_repl_leader_connected(rr->lead, f);
+        }
+    }
+    /* a catch-up read refused earlier (-EAGAIN: reads or I/O queue full) is
+     * retried here even when nothing else happens on the range */
+    if (rr->lead != NULL && !rr->deposed)
+        vt_repl_leader_pump(rr->lead);
+    publish_followers(rr);
+    if (!rr->stopped)
+        vt_timer_arm(core, &rr->tick, TICK_MS);
+}
+
+/* Local durability reached for `w` (appended or duplicate): now the quorum. */
+static void
+on_local_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
+{
+    (void)l;
+    struct vt_repl_waiter *w = arg;
+    struct vt_repl_range *rr = w->rr;
+    VT_REPL_OWNED(rr);
+    if (rc == -ESTALE) {
+        w_fail(rr->core, w, VT_E_FENCED, "fenced while the write was in flight");
+        return;
+    }
+    if (rc != 0) {
+        w_fail(rr->core, w, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        return;
+    }
+    if (!w->duplicate)
+        w->base_offset = base;
+    uint64_t end = w->base_offset + w->records;
+    uint64_t hwm = vt_repl_range_hwm(rr);
+    if (end <= hwm) {
+        w_ok(rr->core, w, hwm);
+        return;
+    }
+    if (rr->qw_n == QW_CAP) {
+        w_fail(rr->core, w, VT_E_OVERLOADED, "too many writes awaiting the quorum");
+        return;
+    }
+    uint64_t tmo = rr->n->cfg.quorum_timeout_ms;
+    rr->qw[(rr->qw_head + rr->qw_n) % QW_CAP] = (struct vt_repl_qwait){
+        .end = end, .deadline_ns = vt_clock_mono_ns() + tmo * 1000000ull, .w = w};
+    rr->qw_n++;
+}
+
+void
+vt_repl_range_produce(struct vt_repl_range *rr, struct vt_core *c, uint8_t *batch,
+                      uint32_t batch_len, struct vt_repl_waiter *w)
+{
+    VT_REPL_OWNED(rr);
+    VT_ASSERT(rr->cfg.replicated && w->done != NULL && w->records > 0);
+    w->rr = rr;
+    w->duplicate = 0;
+    if (!rr->cfg.leader) {
+        char id[37];
+        vt_uuid_format(rr->cfg.leader_uuid, id);
+        w_fail(c, w, VT_E_WRONG_RANGE, "this node follows range %s; its leader is node %s",
+               rr->cfg.ident.topic, id);
+        return;
+    }
+    if (rr->deposed || rr->lead == NULL) {
+        w_fail(c, w, rr->deposed ? VT_E_FENCED : VT_E_STORAGE, "%s",
+               rr->deposed ? "this leader was fenced by a follower holding a newer epoch"
+                           : "leader is still fencing its followers");
+        return;
+    }
+    uint64_t base = 0;
+    int rc = vt_rlog_append(rr->log, batch, batch_len, rr->epoch, on_local_durable, w, &base);
+    if (rc == VT_RLOG_APPENDED) {
+        int arc = vt_repl_leader_append(rr->lead, base, base + w->records, batch, batch_len);
+        if (arc != 0) {
+            /* The stream to the followers lost a batch: stop leading rather
+             * than replicate a log with a hole (the waiter answers). */
+            VT_ERROR("range %s: replication buffer failed (%s): leader stops accepting writes",
+                     rr->cfg.ident.topic, strerror(-arc));
+            rr->deposed = true;
+        }
+        return;
+    }
+    if (rc == VT_RLOG_DUPLICATE) {
+        w->duplicate = 1;
+        w->base_offset = base;
+        rc = vt_rlog_when_durable(rr->log, base + w->records, on_local_durable, w);
+        if (rc == 0)
+            return;
+    }
+    w_refuse(c, w, rc);
+}
+
+/* ---- leader: what vt_repl_leader asks for ---------------------------------------- */
+
+static int
+op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
+               const struct iovec *iov, int iovcnt, size_t len, uint64_t hwm)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    (void)end;
+    struct vt_repl_append m = {.range = rr->cfg.ident, .epoch = rr->epoch,
+                               .expected_base = base, .hwm = hwm, .batches_len = (uint32_t)len};
+    memcpy(m.leader_node, rr->n->cfg.node_uuid, 16);
+    uint8_t head[512];
+    struct vt_wr w;
+    vt_wr_init(&w, head, sizeof(head));
+    vt_repl_encode_append_head(&w, &m);
+    if (!vt_wr_ok(&w))
+        return -EINVAL;
+    struct iovec all[VT_REPL_MAX_IOV + 1];
+    all[0] = (struct iovec){head, w.len};
+    for (int i = 0; i < iovcnt; i++)
+        all[i + 1] = iov[i];
+    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen};
+    return vt_repl__link_sendv(link_of(rr, f), VT_K_REPL_APPEND, all, iovcnt + 1, &tag);
+}
+
+static int
+op_send_fence(void *arg, uint32_t f, uint64_t gen)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    struct vt_epoch_entry *hist = vt_repl__hist(rr);
+    uint8_t *buf = vt_repl__buf(rr);
+    uint32_t n = vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
+    struct vt_repl_fence m = {.range = rr->cfg.ident, .epoch = rr->epoch,
+                              .leader_next = vt_rlog_next_offset(rr->log), .history = hist,
+                              .history_count = n};
+    memcpy(m.leader_node, rr->n->cfg.node_uuid, 16);
+    struct vt_wr w;
+    vt_wr_init(&w, buf, VT_REPL_SCRATCH_BYTES);
+    vt_repl_encode_fence(&w, &m);
+    VT_ASSERT(vt_wr_ok(&w));
+    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen};
+    return vt_repl__link_send(link_of(rr, f), VT_K_REPL_FENCE, buf, w.len, &tag);
+}
+
+static void
+op_send_hwm(void *arg, uint32_t f, uint64_t hwm)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    struct vt_repl_hwm m = {.range = rr->cfg.ident, .epoch = rr->epoch, .hwm = hwm};
+    uint8_t buf[512];
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_hwm(&w, &m);
+    struct vt_peer_req_tag tag = {0};
+    /* fire and forget: a lost update is repaired by the next append or update */
+    if (vt_repl__link_send(link_of(rr, f), VT_K_REPL_HWM, buf, w.len, &tag) != 0)
+        return;
+}
+
+struct catchup {
+    struct vt_repl_range *rr;
+    uint32_t f;
+    uint64_t gen;
+};
+
+static void
+on_catchup_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next,
+                void *arg)
+{
+    (void)l;
+    struct catchup *cu = arg;
+    struct vt_repl_range *rr = cu->rr;
+    VT_REPL_OWNED(rr);
+    if (rr->lead != NULL)
+        vt_repl_leader_on_read(rr->lead, cu->f, cu->gen, rc, buf, len, next);
+    free(cu);
+}
+
+static int
+op_read_log(void *arg, uint32_t f, uint64_t gen, uint64_t from, uint64_t to, size_t cap)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    struct catchup *cu = malloc(sizeof(*cu));
+    if (cu == NULL)
+        return -EAGAIN;
+    *cu = (struct catchup){.rr = rr, .f = f, .gen = gen};
+    int rc = vt_rlog_read(rr->log, from, to, cap, NULL, on_catchup_read, cu);
+    if (rc != 0)
+        free(cu);
+    return rc;
+}
+
+static void
+op_on_hwm(void *arg, uint64_t hwm)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    atomic_store_explicit(&rr->cfg.pub->hwm, hwm, memory_order_relaxed);
+    qw_complete(rr, hwm);
+}
+
+static void
+op_on_deposed(void *arg, uint32_t f)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    char id[37];
+    vt_uuid_format(rr->n->peers[rr->cfg.follower_peer[f]].node, id);
+    VT_ERROR("range %s: follower %s holds a newer epoch than ours (%llu): this leader is "
+             "deposed and refuses writes", rr->cfg.ident.topic, id,
+             (unsigned long long)rr->epoch);
+    rr->deposed = true;
+    qw_fail_all(rr, VT_E_FENCED, "leader deposed: a follower holds a newer epoch");
+}
+
+static const struct vt_repl_leader_ops leader_ops = {
+    .send_append = op_send_append,
+    .send_fence = op_send_fence,
+    .send_hwm = op_send_hwm,
+    .read_log = op_read_log,
+    .on_hwm = op_on_hwm,
+    .on_deposed = op_on_deposed,
+};
+
+void
+vt_repl_range_local_durable(struct vt_repl_range *rr)
+{
+    if (!rr->cfg.replicated || rr->log == NULL || rr->stopped)
+        return;
+    VT_REPL_OWNED(rr);
+    if (rr->lead != NULL)
+        vt_repl_leader_local_durable(rr->lead, vt_rlog_committed(rr->log));
+    else if (!rr->cfg.leader) /* a follower's HWM is clamped to what it has durable */
+        atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+}
+
+/* ---- leader: answers from the followers -------------------------------------------- */
+
+static int
+answer_rc(uint16_t kind, const uint8_t *p, size_t len, const char *what, uint32_t f,
+          struct vt_repl_range *rr)
+{
+    struct vt_error_msg e;
+    const char *why = NULL;
+    if (kind != VT_K_REPL_ERROR)
+        return -EBADMSG;
+    if (vt_proto_decode_error(p, len, &e, &why) != 0) {
+        VT_WARN_RL(1000, "range %s: undecodable %s error from follower %u: %s",
+                   rr->cfg.ident.topic, what, f, why);
+        return -EBADMSG;
+    }
+    VT_WARN_RL(1000, "range %s: follower %u refused %s: %s (%s)", rr->cfg.ident.topic, f, what,
+               vt_repl_error_name(e.code), e.message);
+    return e.code == VT_REPL_E_FENCED ? -ESTALE : -EPROTO;
+}
+
+void
+vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uint16_t sent_kind,
+                int rc, uint16_t kind, const uint8_t *payload, size_t len)
+{
+    if (rr->lead == NULL || rr->stopped || rr->log == NULL)
+        return;
+    VT_REPL_OWNED(rr);
+    uint32_t f = tag->follower;
+    const char *why = NULL;
+    if (sent_kind == VT_K_REPL_FENCE) {
+        struct vt_repl_fence_resp m;
+        if (rc == 0 && kind == VT_K_REPL_FENCE_RESP) {
+            rc = vt_repl_decode_fence_resp(payload, len, vt_repl__hist(rr), &m, &why);
+            if (rc == 0 && m.held_epoch != rr->epoch)
+                rc = m.held_epoch > rr->epoch ? -ESTALE : -EPROTO;
+        } else if (rc == 0) {
+            rc = answer_rc(kind, payload, len, "the fence", f, rr);
+        }
+        if (rc == 0 && m.truncated_records > 0)
+            vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.truncated, m.truncated_records);
+        vt_repl_leader_on_fence(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0,
+                                rc == 0 ? m.next_offset : 0, rc == 0 ? m.truncated_records : 0);
+    } else if (sent_kind == VT_K_REPL_APPEND) {
+        struct vt_repl_append_resp m;
+        if (rc == 0 && kind == VT_K_REPL_APPEND_RESP)
+            rc = vt_repl_decode_append_resp(payload, len, &m, &why);
+        else if (rc == 0)
+            rc = answer_rc(kind, payload, len, "an append", f, rr);
+        if (rc != 0 && rc != -ESTALE)
+            vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.resyncs, 1);
+        vt_repl_leader_on_append(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0);
+    }
+    publish_followers(rr);
+}
+
+void
+vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_event ev)
+{
+    VT_REPL_OWNED(rr);
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        if (rr->cfg.follower_peer[f] != peer)
+            continue;
+        atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, ev != VT_REPL_LINK_DOWN,
+                              memory_order_relaxed);
+        if (rr->lead == NULL || rr->stopped || rr->log == NULL)
+            continue; /* not leading (yet): the start fences every live link */
+        if (ev == VT_REPL_LINK_UP) {
+            vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fences, 1);
+            vt_repl_leader_connected(rr->lead, f);
+        } else if (ev == VT_REPL_LINK_DOWN) {
+            vt_repl_leader_disconnected(rr->lead, f);
+        } else {
+            vt_repl_leader_pump(rr->lead);
+        }
+    }
+    if (rr->log != NULL && !rr->stopped)
+        publish_followers(rr);
+}
+
+/* ---- starting ------------------------------------------------------------------------ */
+
+static void
+range_ready(struct vt_repl_range *rr)
+{
+    rr->state = VT_RR_READY;
+    rr->ready(rr->ready_arg);
+}
+
+static void
+leader_begun(struct vt_rlog *l, int rc, void *arg)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    if (rc != 0) {
+        VT_ERROR("range %s: cannot start fencing epoch %llu: %s", rr->cfg.ident.topic,
+                 (unsigned long long)rr->epoch, strerror(-rc));
+        rr->deposed = true;
+        range_ready(rr);
+        return;
+    }
+    const struct vt_repl_node_config *nc = &rr->n->cfg;
+    struct vt_repl_leader_config lc = {
+        .n_followers = rr->cfg.n_followers,
+        .window_requests = nc->window_requests,
+        .window_bytes = nc->window_bytes,
+        .retransmit_bytes = nc->retransmit_bytes,
+        .shared_bytes = &rr->n->cores[rr->cfg.core]->retransmit_bytes,
+        .shared_limit = nc->retransmit_core_bytes,
+        .max_request_bytes = nc->max_batch_bytes};
+    rr->lead = vt_repl_leader_new(&lc, &leader_ops, rr, vt_rlog_next_offset(l),
+                                  vt_rlog_committed(l));
+    if (rr->lead == NULL) {
+        VT_ERROR("range %s: out of memory starting replication", rr->cfg.ident.topic);
+        rr->deposed = true;
+        range_ready(rr);
+        return;
+    }
+    VT_INFO("range %s: leading at fencing epoch %llu from offset %llu with %u followers",
+            rr->cfg.ident.topic, (unsigned long long)rr->epoch,
+            (unsigned long long)vt_rlog_next_offset(l), rr->cfg.n_followers);
+    atomic_store(&rr->cfg.pub->epoch, rr->epoch);
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++)
+        if (vt_repl__link_up(link_of(rr, f))) {
+            atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, 1, memory_order_relaxed);
+            vt_metric_add(vt_repl__shard(rr), nc->m.fences, 1);
+            vt_repl_leader_connected(rr->lead, f);
+        }
+    range_ready(rr);
+}
+
+void
+vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_rlog *log,
+                     void (*ready)(void *arg), void *arg)
+{
+    VT_REPL_OWNED(rr);
+    VT_ASSERT(rr->cfg.replicated && rr->log == NULL && log != NULL && ready != NULL);
+    rr->core = core;
+    rr->log = log;
+    rr->ready = ready;
+    rr->ready_arg = arg;
+    vt_timer_init(&rr->tick, on_tick, rr);
+    vt_timer_arm(core, &rr->tick, TICK_MS);
+    uint64_t held = vt_rlog_held_epoch(log);
+    if (!rr->cfg.leader) {
+        rr->epoch = held;
+        atomic_store(&rr->cfg.pub->epoch, held);
+        range_ready(rr);
+        return;
+    }
+    /* A fresh epoch for every incarnation of the leader (see the file comment). */
+    uint64_t e = held + 1 > rr->cfg.fencing_epoch ? held + 1 : rr->cfg.fencing_epoch;
+    rr->epoch = e;
+    int rc = vt_rlog_begin_epoch(log, e, leader_begun, rr);
+    if (rc != 0)
+        leader_begun(log, rc, rr);
+}
+
+void
+vt_repl_range_failed(struct vt_repl_range *rr)
+{
+    VT_REPL_OWNED(rr);
+    rr->state = VT_RR_DOWN;
+}
+
+void
+vt_repl_range_stop(struct vt_repl_range *rr)
+{
+    VT_REPL_OWNED(rr);
+    if (rr->core == NULL)
+        return; /* never opened: requests still get "still recovering" */
+    rr->state = VT_RR_DOWN;
+    rr->stopped = true;
+    vt_timer_cancel(rr->core, &rr->tick);
+    qw_fail_all(rr, VT_E_STORAGE, "node is shutting down: not acknowledged");
+}
