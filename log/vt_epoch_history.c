@@ -120,7 +120,8 @@ vt_epoch_list_encode(const struct vt_epoch_entry *e, uint32_t n, uint8_t *out)
 {
     const char *why;
     VT_ASSERT(out != NULL);
-    VT_ASSERT(vt_epoch_history_validate(e, n, &why) == 0);
+    int valid_rc = vt_epoch_history_validate(e, n, &why);
+    VT_ASSERT(valid_rc == 0);
     vt_be32_put(out, n);
     uint8_t *p = out + 4;
     for (uint32_t i = 0; i < n; i++, p += VT_EPOCH_LIST_ENTRY_BYTES) {

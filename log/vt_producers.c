@@ -102,7 +102,8 @@ vt_producers_new(const struct vt_producers_limits *l)
         l = &def;
     }
     char msg[128];
-    VT_ASSERT(vt_producers_limits_check(l, msg, sizeof(msg)) == 0);
+    int limits_rc = vt_producers_limits_check(l, msg, sizeof(msg));
+    VT_ASSERT(limits_rc == 0);
 
     struct vt_producers *p = calloc(1, sizeof(*p));
     if (p == NULL)

@@ -118,7 +118,8 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
     for (size_t pos = 0; pos < len;) {
         struct vt_batch_hdr h;
         const char *why = NULL;
-        VT_ASSERT(vt_batch_decode_header(batches + pos, len - pos, UINT32_MAX, &h, &why) == 0);
+        int hdr_rc = vt_batch_decode_header(batches + pos, len - pos, UINT32_MAX, &h, &why);
+        VT_ASSERT(hdr_rc == 0); /* check_batches() validated every batch above */
         if (vt_producers_replay(s->prod, &h, vt_batch_content_crc(batches + pos), &why) != 0)
             return vt_segset__poison(s, err, -EINVAL, s->dir, why);
         pos += h.batch_len;

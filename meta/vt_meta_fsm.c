@@ -275,14 +275,16 @@ create_insert(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, uint64_t epo
     tp.epoch = epoch;
     tp.name_len = c->u.create.name_len;
     memcpy(tp.name, c->u.create.name, tp.name_len);
-    VT_ASSERT(vt_meta__table_find_id(&fsm->st.topics, tp.id, &tpos) == NULL);
+    const void *topic_dup = vt_meta__table_find_id(&fsm->st.topics, tp.id, &tpos);
+    VT_ASSERT(topic_dup == NULL);
     vt_meta__table_insert(&fsm->st.topics, tpos, &tp);
 
     struct vt_meta_range_rec rg;
     memset(&rg, 0, sizeof(rg));
     memcpy(rg.id, c->u.create.root_range, VT_META_UUID_BYTES);
     memcpy(rg.topic, c->u.create.topic, VT_META_UUID_BYTES);
-    VT_ASSERT(vt_meta__table_find_id(&fsm->st.ranges, rg.id, &rpos) == NULL);
+    const void *range_dup = vt_meta__table_find_id(&fsm->st.ranges, rg.id, &rpos);
+    VT_ASSERT(range_dup == NULL);
     vt_meta__table_insert(&fsm->st.ranges, rpos, &rg);
 
     struct vt_meta_name_rec *nr = vt_meta__names_find(&fsm->st.names, tp.name, tp.name_len, &npos);

@@ -495,6 +495,7 @@ core_main(void *arg)
     snprintf(label, sizeof(label), "core %u", c->id);
     vt_diag_set_thread_label(label);
     tl_core = c;
+    vt_assert_set_core((int)c->id);
     if (c->rt->cfg.pin)
         pin_thread(c);
     c->now_ms = vt_clock_mono_ms();
@@ -505,6 +506,7 @@ core_main(void *arg)
         vt_health_set(c->rt->health, c->rt->health_id, true, "running");
     core_loop(c);
     tl_core = NULL;
+    vt_assert_set_core(-1);
     return NULL;
 }
 

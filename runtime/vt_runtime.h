@@ -22,6 +22,7 @@
 
 #include "vt_assert.h"
 #include "vt_file.h"
+#include "vt_timer.h"
 
 struct vt_runtime;
 struct vt_core;
@@ -71,18 +72,7 @@ int vt_runtime_post_external(struct vt_runtime *rt, unsigned to, const struct vt
 
 /* ---- timers (ms resolution, cancellable, owner: the core) -------------- */
 
-struct vt_timer;
-typedef void vt_timer_fn(struct vt_core *core, struct vt_timer *timer);
-
-struct vt_timer {
-    struct vt_timer *next, *prev; /* wheel slot list; private */
-    uint64_t deadline_ms;         /* private */
-    vt_timer_fn *fn;
-    void *arg;
-    bool armed;
-};
-
-void vt_timer_init(struct vt_timer *t, vt_timer_fn *fn, void *arg);
+/* struct vt_timer, vt_timer_fn and vt_timer_init() live in vt_timer.h. */
 /* (Re)arm to fire once, `delay_ms` from the core's current loop time. */
 void vt_timer_arm(struct vt_core *core, struct vt_timer *t, uint64_t delay_ms);
 /* Idempotent; safe on an unarmed timer and from inside its own callback. */

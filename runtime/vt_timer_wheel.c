@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "vt_assert.h"
+
 #define SLOT_MASK (VT_TIMER_WHEEL_SLOTS - 1u)
 
 static void

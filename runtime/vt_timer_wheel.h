@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 
-#include "vt_runtime.h"
+#include "vt_timer.h"
+
+struct vt_core;
 
 #define VT_TIMER_WHEEL_SLOTS 1024u
 

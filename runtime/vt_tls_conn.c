@@ -201,9 +201,12 @@ bio_method_init(void)
 {
     BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "vt_conn");
     VT_ASSERT(m != NULL);
-    VT_ASSERT(BIO_meth_set_write(m, bio_write) == 1);
-    VT_ASSERT(BIO_meth_set_read(m, bio_read) == 1);
-    VT_ASSERT(BIO_meth_set_ctrl(m, bio_ctrl) == 1);
+    int set_write = BIO_meth_set_write(m, bio_write);
+    VT_ASSERT(set_write == 1);
+    int set_read = BIO_meth_set_read(m, bio_read);
+    VT_ASSERT(set_read == 1);
+    int set_ctrl = BIO_meth_set_ctrl(m, bio_ctrl);
+    VT_ASSERT(set_ctrl == 1);
     bio_method = m;
 }
 
@@ -892,7 +895,8 @@ vt_tls__conn_new(struct vt_core *core, struct vt_tls_ctx *ctx, int fd, bool serv
     BIO_set_data(bio, c);
     BIO_set_init(bio, 1);
     SSL_set_bio(c->ssl, bio, bio);
-    VT_ASSERT(SSL_set_ex_data(c->ssl, vt_tls__ex_index(), c) == 1);
+    int ex_set = SSL_set_ex_data(c->ssl, vt_tls__ex_index(), c);
+    VT_ASSERT(ex_set == 1);
     if (server)
         SSL_set_accept_state(c->ssl);
     else
