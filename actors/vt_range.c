@@ -16,6 +16,11 @@
 
 enum { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2 };
 
+/* Everything of a range actor runs on the range's owning core. */
+#define RANGE_OWNED(ra)                                                                    \
+    VT_ASSERT(vt_core_self() != NULL &&                                                    \
+              vt_core_id(vt_core_self()) == (ra)->b->ranges[(ra)->idx].core)
+
 struct vt_range_actor *
 vt_range_actor_new(struct vt_broker *b, uint32_t idx)
 {
@@ -133,6 +138,7 @@ range_epoch(const struct vt_range_actor *ra)
 static void
 range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
+    RANGE_OWNED(ra);
     if (ra->state != RA_READY) {
         range_fail(c, r, VT_E_STORAGE, "range is %s",
                    ra->state == RA_OPENING  ? "still recovering"
@@ -216,6 +222,7 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
 static void
 range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
+    RANGE_OWNED(ra);
     if (ra->state != RA_READY) {
         range_fail(c, r, VT_E_STORAGE, "range is not ready");
         return;
@@ -296,6 +303,7 @@ static void
 on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
 {
     struct vt_range_actor *ra = arg;
+    RANGE_OWNED(ra);
     struct vt_core *c = vt_core_self();
     struct vt_metrics_shard *sh = vt_broker_shard(ra->b, c);
     vt_metric_add(sh, ra->b->m.commits, 1);
@@ -311,6 +319,7 @@ static void
 range_ready(void *arg)
 {
     struct vt_range_actor *ra = arg;
+    RANGE_OWNED(ra);
     ra->state = RA_READY;
     atomic_store(&ra->start_g, vt_rlog_start_offset(ra->log));
     atomic_store(&ra->pub.epoch, range_epoch(ra));
@@ -325,6 +334,7 @@ single_begun(struct vt_rlog *l, int rc, void *arg)
 {
     (void)l;
     struct vt_range_actor *ra = arg;
+    RANGE_OWNED(ra);
     if (rc != 0) {
         VT_ERROR("range %s: cannot record fencing epoch %llu: %s",
                  ra->b->ranges[ra->idx].ident.topic, (unsigned long long)ra->fencing_epoch,
@@ -342,6 +352,7 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         const struct vt_segset_recovery *rec, void *arg)
 {
     struct vt_range_actor *ra = arg;
+    RANGE_OWNED(ra);
     struct vt_broker_range *br = &ra->b->ranges[ra->idx];
     if (rc != 0) {
         ra->state = RA_FAILED;
@@ -375,6 +386,7 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
 {
     struct vt_broker_range *br = &ra->b->ranges[ra->idx];
     const struct vt_node_config *cfg = ra->b->cfg;
+    VT_ASSERT(vt_core_self() == core && vt_core_id(core) == br->core);
     struct vt_rlog_config rc;
     memset(&rc, 0, sizeof(rc));
     snprintf(rc.dir, sizeof(rc.dir), "%s", br->dir);

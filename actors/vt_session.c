@@ -18,6 +18,9 @@
 
 static void session_complete(struct vt_core *core, struct vt_breq *r);
 
+/* Every session function runs on the core that accepted the connection. */
+#define SESSION_OWNED(s) VT_ASSERT(vt_core_self() == (s)->core)
+
 #define FETCH_HEADROOM 20u /* next u64 + hwm u64 + length u32 before the batches */
 
 /* owner: its core */
@@ -167,6 +170,7 @@ send_frame(struct vt_session *s, uint16_t kind, uint64_t request_id, const uint8
 static void
 handle_hello(struct vt_session *s, const struct vt_frame *f)
 {
+    SESSION_OWNED(s);
     struct vt_client_hello h;
     const char *why = NULL;
     const struct vt_node_config *cfg = s->b->cfg;
@@ -245,6 +249,7 @@ charge(struct vt_session *s, struct vt_breq *r, uint32_t bytes)
 static void
 handle_produce(struct vt_session *s, const struct vt_frame *f)
 {
+    SESSION_OWNED(s);
     struct vt_produce_req m;
     const char *why = NULL;
     const struct vt_node_config *cfg = s->b->cfg;
@@ -320,6 +325,7 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
 static void
 handle_fetch(struct vt_session *s, const struct vt_frame *f)
 {
+    SESSION_OWNED(s);
     struct vt_fetch_req m;
     const char *why = NULL;
     uint64_t id = f->request_id;
@@ -421,6 +427,7 @@ fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
 static void
 handle_node_status(struct vt_session *s, const struct vt_frame *f)
 {
+    SESSION_OWNED(s);
     struct vt_breq *r = breq_new(s, f->request_id, VT_K_NODE_STATUS);
     if (r == NULL) {
         close_conn(s, "out of memory");
@@ -463,6 +470,7 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
 static void
 dispatch(struct vt_session *s, const struct vt_frame *f)
 {
+    SESSION_OWNED(s);
     if (f->request_id <= s->last_request_id) {
         fatal(s, VT_E_PROTOCOL_VIOLATION, "request ids must be > 0 and strictly increasing");
         return;
@@ -505,6 +513,7 @@ dispatch(struct vt_session *s, const struct vt_frame *f)
 static int
 write_answer(struct vt_session *s, struct vt_breq *r)
 {
+    SESSION_OWNED(s);
     uint8_t small[600];
     struct vt_wr w;
     vt_wr_init(&w, small, sizeof(small));
@@ -544,6 +553,7 @@ write_answer(struct vt_session *s, struct vt_breq *r)
 static void
 flush(struct vt_session *s)
 {
+    SESSION_OWNED(s);
     while (s->head && s->head->done && !s->conn_gone) {
         struct vt_breq *r = s->head;
         int rc = write_answer(s, r);
@@ -621,6 +631,7 @@ on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
 {
     (void)c;
     struct vt_session *s = arg;
+    SESSION_OWNED(s);
     size_t off = 0;
     uint32_t max_frame = s->hello_done ? s->neg.max_frame
                                        : VT_FRAME_MIN_MAX_BYTES * 4; /* a hello is small */
@@ -655,6 +666,7 @@ on_drain(struct vt_conn *c, void *arg)
 {
     (void)c;
     struct vt_session *s = arg;
+    SESSION_OWNED(s);
     if (s->write_blocked) {
         s->write_blocked = false;
         flush(s);
@@ -666,6 +678,7 @@ on_hello_timeout(struct vt_core *core, struct vt_timer *t)
 {
     (void)core;
     struct vt_session *s = t->arg;
+    SESSION_OWNED(s);
     fatal(s, VT_E_PROTOCOL_VIOLATION, "no ClientHello within the handshake timeout");
 }
 
@@ -674,6 +687,7 @@ on_idle_timeout(struct vt_core *core, struct vt_timer *t)
 {
     (void)core;
     struct vt_session *s = t->arg;
+    SESSION_OWNED(s);
     if (s->n_outstanding > 0) { /* still working for it: not idle */
         vt_timer_arm(s->core, &s->idle_timer, s->b->cfg->native.idle_timeout_ms);
         return;
@@ -686,6 +700,7 @@ on_open(struct vt_conn *c, void *arg)
 {
     (void)c;
     struct vt_session *s = arg;
+    SESSION_OWNED(s);
     vt_timer_arm(s->core, &s->hello_timer, s->b->cfg->native.handshake_timeout_ms);
     vt_timer_arm(s->core, &s->idle_timer, s->b->cfg->native.idle_timeout_ms);
 }
@@ -720,6 +735,7 @@ on_close(struct vt_conn *c, int err, const char *reason, void *arg)
     (void)err;
     (void)reason;
     struct vt_session *s = arg;
+    SESSION_OWNED(s);
     s->conn_gone = true;
     s->conn = NULL;
     vt_timer_cancel(s->core, &s->hello_timer);

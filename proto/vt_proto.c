@@ -60,6 +60,7 @@ dec_fixed_str(struct vt_rd *r, const char *field, char *out, size_t max, const c
 void
 vt_proto_encode_client_hello(struct vt_wr *w, const struct vt_client_hello *m)
 {
+    VT_ASSERT(w != NULL && m != NULL);
     vt_wr_raw(w, m->cluster_id, 16);
     vt_wr_str(w, m->principal);
     vt_wr_u8(w, m->role);
@@ -76,6 +77,7 @@ int
 vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hello *m,
                              const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     const uint8_t *cid = NULL, *nonce = NULL;
     vt_rd_init(&r, p, len);
@@ -103,6 +105,7 @@ vt_proto_decode_client_hello(const uint8_t *p, size_t len, struct vt_client_hell
 void
 vt_proto_encode_server_hello(struct vt_wr *w, const struct vt_server_hello *m)
 {
+    VT_ASSERT(w != NULL && m != NULL);
     vt_wr_raw(w, m->cluster_id, 16);
     vt_wr_str(w, m->node_id);
     vt_wr_u16(w, m->major);
@@ -118,6 +121,7 @@ int
 vt_proto_decode_server_hello(const uint8_t *p, size_t len, struct vt_server_hello *m,
                              const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     const uint8_t *cid = NULL, *nonce = NULL;
     vt_rd_init(&r, p, len);
@@ -143,6 +147,7 @@ vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
                    uint32_t srv_max_records, uint32_t srv_max_inflight, uint64_t srv_window,
                    struct vt_server_hello *out, const char **why)
 {
+    VT_ASSERT(c != NULL && out != NULL && why != NULL);
     if (c->min_major > VT_PROTO_MAJOR || c->max_major < VT_PROTO_MAJOR) {
         *why = "no common protocol major version (server speaks 1)";
         return VT_E_UNSUPPORTED_VERSION;
@@ -178,6 +183,7 @@ vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
 void
 vt_proto_encode_produce(struct vt_wr *w, const struct vt_produce_req *m)
 {
+    VT_ASSERT(w != NULL && m != NULL && (m->batch != NULL || m->batch_len == 0));
     vt_range_ident_encode(w, &m->range);
     vt_wr_u64(w, m->fencing_epoch);
     vt_wr_u8(w, m->durability);
@@ -188,6 +194,7 @@ int
 vt_proto_decode_produce(const uint8_t *p, size_t len, uint32_t max_batch,
                         struct vt_produce_req *m, const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
@@ -210,6 +217,7 @@ vt_proto_decode_produce(const uint8_t *p, size_t len, uint32_t max_batch,
 void
 vt_proto_encode_produce_resp(struct vt_wr *w, const struct vt_produce_resp *m)
 {
+    VT_ASSERT(w != NULL && m != NULL);
     vt_wr_u64(w, m->base_offset);
     vt_wr_u32(w, m->record_count);
     vt_wr_u8(w, m->duplicate);
@@ -220,6 +228,7 @@ int
 vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_resp *m,
                              const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     if (vt_rd_u64(&r, "base_offset", &m->base_offset) ||
@@ -239,6 +248,7 @@ vt_proto_decode_produce_resp(const uint8_t *p, size_t len, struct vt_produce_res
 void
 vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m)
 {
+    VT_ASSERT(w != NULL && m != NULL);
     vt_range_ident_encode(w, &m->range);
     vt_wr_u64(w, m->fencing_epoch);
     vt_wr_u64(w, m->start);
@@ -249,6 +259,7 @@ vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m)
 int
 vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m, const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     memset(m, 0, sizeof(*m));
@@ -269,6 +280,7 @@ vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m, cons
 void
 vt_proto_encode_fetch_resp(struct vt_wr *w, const struct vt_fetch_resp *m)
 {
+    VT_ASSERT(w != NULL && m != NULL);
     vt_wr_u64(w, m->next_offset);
     vt_wr_u64(w, m->hwm);
     vt_wr_bytes(w, m->batches, m->batches_len);
@@ -278,6 +290,7 @@ int
 vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_resp *m,
                            const char **why)
 {
+    VT_ASSERT(m != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     uint32_t blen;
     vt_rd_init(&r, p, len);
@@ -297,6 +310,7 @@ vt_proto_decode_fetch_resp(const uint8_t *p, size_t len, struct vt_fetch_resp *m
 void
 vt_proto_encode_window_update(struct vt_wr *w, uint64_t additional_bytes)
 {
+    VT_ASSERT(w != NULL);
     vt_wr_u64(w, additional_bytes);
 }
 
@@ -304,6 +318,7 @@ int
 vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional,
                               const char **why)
 {
+    VT_ASSERT(additional != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     if (vt_rd_u64(&r, "additional_bytes", additional))
@@ -320,6 +335,8 @@ vt_proto_decode_window_update(const uint8_t *p, size_t len, uint64_t *additional
 void
 vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_resp *m)
 {
+    VT_ASSERT(w != NULL && m != NULL && m->n_ranges <= VT_PROTO_STATUS_MAX_RANGES);
+    VT_ASSERT(m->n_ranges == 0 || m->ranges != NULL);
     vt_wr_str(w, m->node_id);
     vt_wr_u32(w, m->n_ranges);
     for (uint32_t i = 0; i < m->n_ranges; i++) {
@@ -332,6 +349,7 @@ vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_re
         vt_wr_u64(w, r->hwm);
         vt_wr_u8(w, r->state);
         vt_wr_u8(w, r->role);
+        VT_ASSERT(r->n_replicas <= VT_PROTO_STATUS_MAX_REPLICAS); /* the decoder's limit */
         vt_wr_u8(w, r->n_replicas);
         for (uint32_t k = 0; k < r->n_replicas && k < VT_PROTO_STATUS_MAX_REPLICAS; k++) {
             const struct vt_replica_status *x = &r->replicas[k];
@@ -391,6 +409,7 @@ int
 vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_status_resp *m,
                                  const char **why)
 {
+    VT_ASSERT(m != NULL && m->ranges != NULL && why != NULL && (p != NULL || len == 0));
     struct vt_rd r;
     vt_rd_init(&r, p, len);
     int rc = dec_fixed_str(&r, "node_id", m->node_id, VT_PROTO_PRINCIPAL_MAX, why);

@@ -294,6 +294,7 @@ static size_t
 link_on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
 {
     struct vt_peer_link *l = arg;
+    VT_ASSERT(vt_core_self() == l->core);
     size_t off = 0;
     while (off < len && l->conn == c) {
         struct vt_frame f;
@@ -318,6 +319,7 @@ link_on_open(struct vt_conn *c, void *arg)
 {
     (void)c;
     struct vt_peer_link *l = arg;
+    VT_ASSERT(vt_core_self() == l->core);
     l->open = true;
     vt_backoff_reset(&l->backoff);
     VT_INFO("replica link to %s (%s) is up", l->cn, vt_conn_peer_addr(c));
@@ -329,6 +331,7 @@ link_on_drain(struct vt_conn *c, void *arg)
 {
     (void)c;
     struct vt_peer_link *l = arg;
+    VT_ASSERT(vt_core_self() == l->core);
     if (l->want_drain) {
         l->want_drain = false;
         link_event(l, VT_REPL_LINK_DRAIN);
@@ -340,6 +343,7 @@ link_on_close(struct vt_conn *c, int err, const char *reason, void *arg)
 {
     (void)c;
     struct vt_peer_link *l = arg;
+    VT_ASSERT(vt_core_self() == l->core);
     bool was_open = l->open;
     atomic_fetch_sub(&l->n->conns, 1);
     l->conn = NULL;
@@ -365,6 +369,7 @@ static const struct vt_conn_cbs link_cbs = {
 static void
 link_dial(struct vt_peer_link *l)
 {
+    VT_ASSERT(l == NULL || vt_core_self() == l->core);
     if (l->stopping || l->conn != NULL)
         return;
     const struct vt_repl_peer *p = &l->n->peers[l->peer];
@@ -391,6 +396,7 @@ int
 vt_repl__link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *iov, int iovcnt,
                     const struct vt_peer_req_tag *tag)
 {
+    VT_ASSERT(l == NULL || vt_core_self() == l->core);
     if (l == NULL || !l->open)
         return -ENOTCONN;
     VT_ASSERT(iovcnt >= 0 && iovcnt < VT_REPL_LINK_MAX_IOV);
@@ -623,6 +629,7 @@ static size_t
 rconn_on_data(struct vt_conn *conn, const uint8_t *data, size_t len, void *arg)
 {
     struct vt_rconn *c = arg;
+    VT_ASSERT(vt_core_self() == c->core);
     size_t off = 0;
     while (off < len && !c->gone) {
         if (c->outstanding >= c->n->cfg.max_connection_requests ||
@@ -658,6 +665,7 @@ static void
 rconn_on_open(struct vt_conn *conn, void *arg)
 {
     struct vt_rconn *c = arg;
+    VT_ASSERT(vt_core_self() == c->core);
     const char *cn = vt_conn_peer_cn(conn);
     if (vt_cfg_parse_uuid(cn, strlen(cn), c->peer_uuid) != 0) {
         vt_conn_close(conn, "replica peer CN is not a node UUID");
@@ -672,6 +680,7 @@ rconn_on_close(struct vt_conn *conn, int err, const char *reason, void *arg)
     (void)conn;
     (void)err;
     struct vt_rconn *c = arg;
+    VT_ASSERT(vt_core_self() == c->core);
     struct vt_repl_core *rc = rcore(c->n, c->core);
     VT_INFO("replica connection from %s closed: %s", vt_conn_peer_cn(conn),
             reason ? reason : "");
