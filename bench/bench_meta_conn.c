@@ -28,8 +28,7 @@ vt_bm_note(struct vt_bm_run *run, const char *fmt, ...)
 int
 vt_bm_tls_init(struct vt_bm_run *run)
 {
-    struct vt_tls_files files = {
-        .ca_file = run->cfg.tls.ca, .cert_file = run->cfg.tls.cert, .key_file = run->cfg.tls.key};
+    struct vt_tls_files files = vt_cfg_tls_files(&run->cfg.tls);
     char err[VT_TLS_CLIENT_ERR_BYTES];
     run->tls_ctx = vt_tls_client_ctx_new(&files, err, sizeof(err));
     if (run->tls_ctx == NULL) {

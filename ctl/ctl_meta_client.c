@@ -206,8 +206,7 @@ int
 ctl_meta_call(const struct vt_meta_admin_config *cfg, bool follow, uint16_t kind,
               const uint8_t *payload, size_t len, struct ctl_meta_answer *ans)
 {
-    struct vt_tls_files files = {
-        .ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert, .key_file = cfg->tls.key};
+    struct vt_tls_files files = vt_cfg_tls_files(&cfg->tls);
     char err[VT_TLS_CLIENT_ERR_BYTES];
     struct vt_tls_client_ctx *ctx = vt_tls_client_ctx_new(&files, err, sizeof(err));
     if (ctx == NULL) {

@@ -45,8 +45,7 @@ static int
 tls_connect(struct vt_client *c, uint64_t deadline_ms)
 {
     const struct vt_client_config *cfg = c->cfg;
-    struct vt_tls_files files = {
-        .ca_file = cfg->tls.ca, .cert_file = cfg->tls.cert, .key_file = cfg->tls.key};
+    struct vt_tls_files files = vt_cfg_tls_files(&cfg->tls);
     char err[VT_TLS_CLIENT_ERR_BYTES];
     c->tls_ctx = vt_tls_client_ctx_new(&files, err, sizeof(err));
     if (c->tls_ctx == NULL)
