@@ -15,9 +15,9 @@
  * (0) never waits: the call returns -EAGAIN where it would block, which lets
  * a tool drive many connections from its own poll loop (vt_tls_client_fd).
  *
- * Errors: 0 or a negative errno, and a message (err / last_error) in these
- * words (tools print them as they are):
- *   -ENOENT, -EINVAL ... tls.ca / tls.cert / tls.key PATH: why (context)
+ * Errors: a context constructor returns NULL with "tls.ca|tls.cert|tls.key
+ * PATH: why"; everything else returns 0 or a negative errno with a message
+ * (err / last_error) in these words (tools print them as they are):
  *   -EHOSTUNREACH  cannot resolve HOST: why
  *   -ECONNREFUSED ... cannot connect to HOST:PORT: strerror | timed out
  *   -ETIMEDOUT     timed out while WHAT
@@ -46,7 +46,7 @@
 #include "vt_tls.h"
 
 #define VT_TLS_CLIENT_NO_WAIT 0u
-/* Room for any message this component writes. */
+/* Room for every message (one quoting a very long path is truncated). */
 #define VT_TLS_CLIENT_ERR_BYTES 512u
 
 /* immutable after creation; any thread */
