@@ -60,16 +60,6 @@ static const struct vt_cfg_field log_fields[] = {
 static const struct vt_cfg_schema log_schema = {
     .name = "log", .fields = log_fields, .n_fields = VT_ARRAY_LEN(log_fields)};
 
-#define TL struct vt_node_tls
-static const struct vt_cfg_field tls_fields[] = {
-    VT_CFG_STR_F(TL, ca, "ca", true, 1, 4000),
-    VT_CFG_STR_F(TL, cert, "cert", true, 1, 4000),
-    VT_CFG_STR_F(TL, key, "key", true, 1, 4000),
-};
-#undef TL
-static const struct vt_cfg_schema tls_schema = {
-    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
-
 #define NV struct vt_node_native
 static const struct vt_cfg_field native_fields[] = {
     VT_CFG_HOSTPORT_F(NV, listen, "listen", true, 0, 65535),
@@ -307,7 +297,7 @@ static const struct vt_cfg_field meta_fields[] = {
     VT_CFG_U32_F(MT, snapshot_threshold, "snapshot_threshold", false, 16, 1u << 24),
     VT_CFG_STRLIST_F(MT, operators, n_operators, "operators", false, VT_NODE_META_MAX_OPERATORS,
                      VT_CFG_PRESENT(MT, has_operators)),
-    VT_CFG_F(MT, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &tls_schema,
+    VT_CFG_F(MT, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &vt_cfg_tls_schema,
              VT_CFG_PRESENT(MT, has_tls)),
 };
 #undef MT
@@ -326,7 +316,7 @@ static const struct vt_cfg_field node_fields[] = {
     VT_CFG_F(NC, log, "log", VT_CFG_BLOCK, false, 0, 0, .sub = &log_schema),
     VT_CFG_DURATION_F(NC, status_interval_ms, "status_interval", false, 0, 3600000),
     VT_CFG_UUID_F(NC, node_uuid, "node_uuid", false, VT_CFG_PRESENT(NC, has_node_uuid)),
-    VT_CFG_F(NC, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &tls_schema,
+    VT_CFG_F(NC, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &vt_cfg_tls_schema,
              VT_CFG_PRESENT(NC, has_tls)),
     VT_CFG_F(NC, native, "native", VT_CFG_BLOCK, false, 0, 0, .sub = &native_schema,
              VT_CFG_PRESENT(NC, has_native)),

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "vt_config.h"
+#include "vt_config_tls.h"
 
 struct vt_node_runtime_config {
     uint32_t cores;              /* 0 = online CPUs */
@@ -30,11 +31,9 @@ struct vt_node_log {
     int format; /* enum vt_node_log_format */
 };
 
-struct vt_node_tls {
-    char *ca;
-    char *cert;
-    char *key;
-};
+/* The shared tls block (runtime/vt_config_tls.h). The old tag stays an alias
+ * until code outside this file has switched to struct vt_cfg_tls. */
+#define vt_node_tls vt_cfg_tls
 
 /* The client-facing native protocol listener and its negotiation limits. */
 struct vt_node_native {
@@ -145,7 +144,7 @@ struct vt_node_meta {
     /* Optional certificate for the meta planes (CN = decimal id), so a node
      * can run meta and data together: the top-level tls block's CN is the
      * node UUID the data planes need. Absent: the top-level tls block. */
-    struct vt_node_tls tls;
+    struct vt_cfg_tls tls;
     bool has_tls;
 };
 
@@ -160,7 +159,7 @@ struct vt_node_config {
     struct vt_node_observability observability;
     struct vt_node_log log;
     uint64_t status_interval_ms; /* 0 = no periodic status line */
-    struct vt_node_tls tls;
+    struct vt_cfg_tls tls;
     bool has_tls;
     struct vt_node_native native;
     bool has_native;

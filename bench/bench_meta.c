@@ -326,11 +326,11 @@ conn_read(struct vt_bm_run *run, struct vt_bm_conn *c, uint64_t now)
 static void
 conn_turn(struct vt_bm_run *run, struct vt_bm_conn *c, bool sending, uint64_t now)
 {
-    if (c->fd >= 0 && c->reconnect && c->n_busy == 0) {
+    if (c->tls != NULL && c->reconnect && c->n_busy == 0) {
         vt_bm_conn_close(c); /* redirected: every answer is in, move to the leader */
         run->n.reconnects++;
     }
-    if (c->fd < 0) {
+    if (c->tls == NULL) {
         if (!sending || now < c->hold_until_ns)
             return;
         if (vt_bm_conn_open(run, c) != 0) {
@@ -369,9 +369,9 @@ run_loop(struct vt_bm_run *run, double *cpu_s)
         for (unsigned i = 0; i < run->conns; i++) {
             conn_turn(run, &run->c[i], sending, now);
             busy += run->c[i].n_busy;
-            if (run->c[i].fd < 0)
+            if (run->c[i].tls == NULL)
                 continue;
-            pfd[k] = (struct pollfd){.fd = run->c[i].fd,
+            pfd[k] = (struct pollfd){.fd = vt_tls_client_fd(run->c[i].tls),
                                      .events = (short)(POLLIN | (run->c[i].out_len ? POLLOUT : 0))};
             who[k++] = i;
         }
@@ -387,7 +387,7 @@ run_loop(struct vt_bm_run *run, double *cpu_s)
             continue;
         now = vt_clock_mono_ns();
         for (unsigned j = 0; j < k; j++)
-            if (pfd[j].revents != 0 && run->c[who[j]].fd >= 0)
+            if (pfd[j].revents != 0 && run->c[who[j]].tls != NULL)
                 conn_read(run, &run->c[who[j]], now);
     }
     if (cpu0 < 0)
@@ -512,7 +512,6 @@ bench_meta_run(struct vt_bm_run *run)
     }
     for (unsigned i = 0; i < run->conns; i++) {
         run->c[i].idx = i;
-        run->c[i].fd = -1;
         for (unsigned k = 0; k < run->inflight; k++)
             uuid_fill(run, run->c[i].slots[k].node);
         if (vt_bm_conn_open(run, &run->c[i]) != 0) {
@@ -552,7 +551,7 @@ vt_bench_meta_main(int argc, char **argv)
         return 2;
     }
     rc = bench_meta_run(run);
-    SSL_CTX_free(run->ctx);
+    vt_tls_client_ctx_free(run->tls_ctx);
     free(run->c);
     free(run->lat_ns);
     vt_meta_admin_config_free(&run->cfg);

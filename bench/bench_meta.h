@@ -13,10 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/ssl.h>
-
 #include "vt_meta_admin_config.h"
 #include "vt_meta_admin_proto.h"
+#include "vt_tls_client.h"
 
 /* The server refuses more than 32 requests in flight per admin connection
  * (VT_MN_ADMIN_PENDING_MAX) and more than 64 admin connections. */
@@ -43,13 +42,12 @@ struct vt_bm_slot {
 /* owner: the bench thread */
 struct vt_bm_conn {
     unsigned idx;
-    int fd; /* -1: not connected */
-    SSL *ssl;
+    struct vt_tls_client *tls; /* NULL: not connected */
     char addr[VT_META_ADMIN_ADDR_MAX + 1];
     uint8_t in[VT_BM_IN_BYTES];
     size_t in_len;
     uint8_t out[VT_BM_OUT_BYTES];
-    size_t out_len, out_try; /* out_try: length of a write that must be retried */
+    size_t out_len;
     struct vt_bm_slot slots[VT_BM_MAX_INFLIGHT];
     unsigned n_busy;
     uint64_t next_seq;
@@ -78,7 +76,7 @@ struct vt_bm_run {
     bool json;
     /* state */
     struct vt_meta_admin_config cfg; /* admin.yaml, as vtopctl meta reads it */
-    SSL_CTX *ctx;
+    struct vt_tls_client_ctx *tls_ctx;
     struct vt_bm_conn *c; /* [conns] */
     char leader[VT_META_ADMIN_ADDR_MAX + 1];
     uint64_t leader_id;

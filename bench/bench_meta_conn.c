@@ -1,24 +1,13 @@
 /* `vtop-bench meta` connections: the client TLS context, leader discovery
  * with Status, and non-blocking TLS connections to the leader's admin
- * listener (see bench_meta.h). The server's certificate must chain to
- * tls.ca and carry a decimal CN; a leader's must be its id. */
+ * listener (see bench_meta.h; connections: runtime/vt_tls_client.h). The
+ * server's certificate must chain to tls.ca and carry exactly one CN, a
+ * decimal id; a leader's must be its id. */
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-
-#include <openssl/err.h>
-#include <openssl/x509.h>
 
 #include "bench_meta.h"
 #include "vt_clock.h"
@@ -36,161 +25,48 @@ vt_bm_note(struct vt_bm_run *run, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *
-ssl_reason(void)
-{
-    uint32_t e = ERR_get_error();
-    const char *rs = e ? ERR_reason_error_string(e) : NULL;
-    ERR_clear_error();
-    return rs ? rs : "no detail";
-}
-
 int
 vt_bm_tls_init(struct vt_bm_run *run)
 {
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_method());
-    const char *why = NULL;
-    if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1 ||
-        SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1)
-        why = "TLS context";
-    else if (SSL_CTX_load_verify_locations(ctx, run->cfg.tls.ca, NULL) != 1)
-        why = "tls.ca cannot be loaded";
-    else if (SSL_CTX_use_certificate_chain_file(ctx, run->cfg.tls.cert) != 1)
-        why = "tls.cert cannot be loaded";
-    else if (SSL_CTX_use_PrivateKey_file(ctx, run->cfg.tls.key, SSL_FILETYPE_PEM) != 1 ||
-             SSL_CTX_check_private_key(ctx) != 1)
-        why = "tls.key cannot be loaded or does not match tls.cert";
-    if (why != NULL) {
-        vt_bm_note(run, "%s: %s", why, ssl_reason());
-        SSL_CTX_free(ctx);
+    struct vt_tls_files files = vt_cfg_tls_files(&run->cfg.tls);
+    char err[VT_TLS_CLIENT_ERR_BYTES];
+    run->tls_ctx = vt_tls_client_ctx_new(&files, err, sizeof(err));
+    if (run->tls_ctx == NULL) {
+        vt_bm_note(run, "%s", err);
         return -EINVAL;
     }
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    run->ctx = ctx;
     return 0;
 }
 
-/* Blocking TCP connect to a numeric host:port within timeout_ms. */
+/* TCP + TLS 1.3 to addr (blocking, within connect_timeout); the server CN
+ * must be want_id (0: any meta node id). The connection stays non-blocking.
+ * 0 or -errno with why ("ADDR: ..."). */
 static int
-tcp_connect(const char *addr, uint64_t timeout_ms, char *why, size_t why_len)
+tls_open(struct vt_bm_run *run, const char *addr, uint64_t want_id, struct vt_tls_client **out,
+         char *why, size_t why_len)
 {
     struct vt_cfg_hostport hp;
     if (vt_cfg_parse_hostport(addr, strlen(addr), &hp, NULL) != 0) {
         snprintf(why, why_len, "%s: not host:port", addr);
         return -EINVAL;
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(hp.port)};
-    if (inet_pton(AF_INET, hp.host, &sa.sin_addr) != 1) {
-        snprintf(why, why_len, "%s: the bench needs a numeric IPv4 host", addr);
-        return -EINVAL;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(why, why_len, "socket: %s", strerror(errno));
-        return -errno;
-    }
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : -errno;
-    if (rc == -EINPROGRESS) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int n = poll(&p, 1, (int)timeout_ms);
-        int soerr = 0;
-        socklen_t sl = sizeof(soerr);
-        rc = n == 0                                                   ? -ETIMEDOUT
-             : n < 0                                                  ? -errno
-             : getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 ? -errno
-                                                                      : -soerr;
-    }
-    struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),
-                         .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
-    int one = 1, fl = fcntl(fd, F_GETFL);
-    if (rc == 0 && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
-                    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
-                    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
-                    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0))
-        rc = -errno;
-    if (rc != 0) {
-        snprintf(why, why_len, "%s: connect: %s", addr, strerror(-rc));
-        close(fd);
-        return rc;
-    }
-    return fd;
-}
-
-/* The subject CN of the peer certificate, printable ASCII only. */
-static void
-peer_cn(SSL *ssl, char *out, size_t cap)
-{
-    out[0] = '\0';
-    X509 *cert = SSL_get_peer_certificate(ssl);
-    X509_NAME *name = cert ? X509_get_subject_name(cert) : NULL;
-    int idx = name != NULL ? X509_NAME_get_index_by_NID(name, NID_commonName, -1) : -1;
-    if (idx >= 0) {
-        const ASN1_STRING *s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
-        const unsigned char *p = ASN1_STRING_get0_data(s);
-        size_t n = (size_t)ASN1_STRING_length(s), k = 0;
-        for (size_t i = 0; i < n && k + 1 < cap; i++)
-            out[k++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
-        out[k] = '\0';
-    }
-    X509_free(cert);
-}
-
-/* TCP + TLS 1.3 to addr; the server CN must be want_id (0: any decimal id).
- * Leaves the socket blocking with timeouts. 0 or -errno with why. */
-static int
-tls_open(struct vt_bm_run *run, const char *addr, uint64_t want_id, int *fd_out, SSL **ssl_out,
-         char *why, size_t why_len)
-{
-    int fd = tcp_connect(addr, run->cfg.connect_timeout_ms, why, why_len);
-    if (fd < 0)
-        return fd;
-    ERR_clear_error();
-    SSL *ssl = SSL_new(run->ctx);
-    int rc = 0;
-    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1) {
-        snprintf(why, why_len, "%s: TLS connection: %s", addr, ssl_reason());
-        rc = -ENOMEM;
-    } else if (SSL_connect(ssl) != 1) {
-        snprintf(why, why_len, "%s: TLS handshake: %s", addr, ssl_reason());
-        rc = -EPROTO;
-    }
-    char cn[80], want[24];
+    char want[24];
     snprintf(want, sizeof(want), "%llu", (unsigned long long)want_id);
-    if (rc == 0) {
-        peer_cn(ssl, cn, sizeof(cn));
-        char *end = NULL;
-        unsigned long long v = strtoull(cn, &end, 10);
-        bool ok = cn[0] >= '0' && cn[0] <= '9' && end != NULL && *end == '\0' && v != 0 &&
-                  (want_id == 0 || strcmp(cn, want) == 0);
-        if (!ok) {
-            snprintf(why, why_len, "%s: server certificate CN '%s' is not %s%s", addr, cn,
-                     want_id ? "the leader's id " : "a meta node id", want_id ? want : "");
-            rc = -EACCES;
-        }
-    }
-    if (rc != 0) {
-        SSL_free(ssl);
-        close(fd);
-        return rc;
-    }
-    *fd_out = fd;
-    *ssl_out = ssl;
-    return 0;
-}
-
-static int
-read_full(SSL *ssl, uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        int r = SSL_read(ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
-        if (r <= 0)
-            return -ECONNRESET;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    struct vt_tls_client_opts o = {.host = hp.host,
+                                   .port = hp.port,
+                                   .expected_cn = want_id != 0 ? want : NULL,
+                                   .decimal_cn = true,
+                                   .expected_label =
+                                       want_id != 0 ? "the leader's id" : "a meta node id",
+                                   .deadline_ms = vt_clock_mono_ms() + run->cfg.connect_timeout_ms};
+    enum vt_tls_refusal ref;
+    char err[VT_TLS_CLIENT_ERR_BYTES];
+    int rc = vt_tls_client_connect(run->tls_ctx, &o, out, &ref, err, sizeof(err));
+    if (rc != 0 && ref == VT_TLS_REFUSAL_CONNECT)
+        snprintf(why, why_len, "%s", err); /* it names the address */
+    else if (rc != 0)
+        snprintf(why, why_len, "%s: %s", addr, err);
+    return rc;
 }
 
 /* One blocking Status exchange on a fresh connection. */
@@ -198,39 +74,39 @@ static int
 status_of(struct vt_bm_run *run, const char *addr, uint64_t want_id,
           struct vt_meta_admin_status *st, char *why, size_t why_len)
 {
-    int fd = -1;
-    SSL *ssl = NULL;
-    int rc = tls_open(run, addr, want_id, &fd, &ssl, why, why_len);
+    struct vt_tls_client *tls = NULL;
+    int rc = tls_open(run, addr, want_id, &tls, why, why_len);
     if (rc != 0)
         return rc;
+    uint64_t deadline = vt_clock_mono_ms() + run->cfg.connect_timeout_ms;
     uint8_t buf[VT_META_ADMIN_FRAME_MAX];
     size_t n = vt_frame_encode(buf, sizeof(buf), VT_META_ADMIN_K_STATUS, 1, 0, NULL, 0);
     VT_ASSERT(n > 0);
-    rc = SSL_write(ssl, buf, (int)n) == (int)n ? read_full(ssl, buf, VT_FRAME_HEADER_BYTES)
-                                               : -ECONNRESET;
-    uint32_t plen = rc == 0 ? vt_be32_get(buf + VT_FRAME_OFF_PAYLOAD_LEN) : 0;
-    if (rc == 0 && plen > VT_META_ADMIN_PAYLOAD_MAX)
-        rc = -EPROTO;
+    rc = vt_tls_client_write(tls, buf, n, deadline, "sending Status");
     if (rc == 0)
-        rc = read_full(ssl, buf + VT_FRAME_HEADER_BYTES, plen);
+        rc =
+            vt_tls_client_read(tls, buf, VT_FRAME_HEADER_BYTES, deadline, "waiting for StatusResp");
+    uint32_t plen = rc == 0 ? vt_be32_get(buf + VT_FRAME_OFF_PAYLOAD_LEN) : 0;
+    if (rc == 0 && plen <= VT_META_ADMIN_PAYLOAD_MAX)
+        rc = vt_tls_client_read(tls, buf + VT_FRAME_HEADER_BYTES, plen, deadline,
+                                "waiting for StatusResp");
     struct vt_frame f;
     const char *fwhy = NULL;
     char err[200] = "";
-    if (rc == 0 &&
-        (vt_frame_decode_exact(buf, VT_FRAME_HEADER_BYTES + plen, VT_META_ADMIN_FRAME_MAX, &f,
-                               &fwhy) != 0 ||
-         f.kind != VT_META_ADMIN_K_STATUS_RESP ||
-         vt_meta_admin_status_decode(f.payload, f.payload_len, st, err, sizeof(err)) != 0))
+    if (rc != 0) {
+        snprintf(why, why_len, "%s: Status: %s", addr, vt_tls_client_last_error(tls));
+    } else if (plen > VT_META_ADMIN_PAYLOAD_MAX ||
+               vt_frame_decode_exact(buf, VT_FRAME_HEADER_BYTES + plen, VT_META_ADMIN_FRAME_MAX, &f,
+                                     &fwhy) != 0 ||
+               f.kind != VT_META_ADMIN_K_STATUS_RESP ||
+               vt_meta_admin_status_decode(f.payload, f.payload_len, st, err, sizeof(err)) != 0) {
         rc = -EPROTO;
-    if (rc != 0)
         snprintf(why, why_len, "%s: Status: %s", addr,
-                 rc == -EPROTO ? (fwhy     ? fwhy
-                                  : err[0] ? err
-                                           : "not a StatusResp")
-                               : "connection lost or timed out");
-    SSL_shutdown(ssl);
-    SSL_free(ssl);
-    close(fd);
+                 fwhy     ? fwhy
+                 : err[0] ? err
+                          : "not a StatusResp");
+    }
+    vt_tls_client_close(tls);
     return rc;
 }
 
@@ -276,25 +152,16 @@ vt_bm_find_leader(struct vt_bm_run *run)
 int
 vt_bm_conn_open(struct vt_bm_run *run, struct vt_bm_conn *c)
 {
-    VT_ASSERT(c->fd < 0 && c->n_busy == 0);
+    VT_ASSERT(c->tls == NULL && c->n_busy == 0);
     char why[600];
-    int rc = tls_open(run, run->leader, run->leader_id, &c->fd, &c->ssl, why, sizeof(why));
+    int rc = tls_open(run, run->leader, run->leader_id, &c->tls, why, sizeof(why));
     if (rc != 0) {
         vt_bm_note(run, "connection %u: %s", c->idx, why);
-        c->fd = -1;
-        return rc;
-    }
-    int fl = fcntl(c->fd, F_GETFL);
-    if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-        rc = -errno;
-        vt_bm_note(run, "connection %u: O_NONBLOCK: %s", c->idx, strerror(-rc));
-        vt_bm_conn_close(c);
         return rc;
     }
     snprintf(c->addr, sizeof(c->addr), "%s", run->leader);
     c->in_len = 0;
     c->out_len = 0;
-    c->out_try = 0;
     c->reconnect = false;
     return 0;
 }
@@ -302,13 +169,8 @@ vt_bm_conn_open(struct vt_bm_run *run, struct vt_bm_conn *c)
 void
 vt_bm_conn_close(struct vt_bm_conn *c)
 {
-    if (c->ssl != NULL) {
-        SSL_free(c->ssl); /* no close_notify: the socket may be non-blocking or broken */
-        c->ssl = NULL;
-    }
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+    vt_tls_client_close(c->tls); /* close_notify only if healthy; never waits */
+    c->tls = NULL;
 }
 
 int
@@ -328,19 +190,14 @@ int
 vt_bm_conn_flush(struct vt_bm_conn *c)
 {
     while (c->out_len > 0) {
-        /* A write that would have blocked must be retried with the same length. */
-        size_t len = c->out_try ? c->out_try : c->out_len;
-        int r = SSL_write(c->ssl, c->out, (int)len);
-        if (r <= 0) {
-            int e = SSL_get_error(c->ssl, r);
-            if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-                c->out_try = len;
-                return 0;
-            }
-            ERR_clear_error();
+        /* After -EAGAIN c->out still starts with the bytes offered, as the
+         * retry needs: it only grows until they are written. */
+        ssize_t r = vt_tls_client_write_some(c->tls, c->out, c->out_len, VT_TLS_CLIENT_NO_WAIT,
+                                             "sending proposals");
+        if (r == -EAGAIN)
+            return 0;
+        if (r < 0)
             return -ECONNRESET;
-        }
-        c->out_try = 0;
         memmove(c->out, c->out + r, c->out_len - (size_t)r);
         c->out_len -= (size_t)r;
     }
@@ -351,16 +208,13 @@ int
 vt_bm_conn_fill(struct vt_bm_conn *c)
 {
     while (c->in_len < sizeof(c->in)) {
-        int r = SSL_read(c->ssl, c->in + c->in_len, (int)(sizeof(c->in) - c->in_len));
-        if (r > 0) {
-            c->in_len += (size_t)r;
-            continue;
-        }
-        int e = SSL_get_error(c->ssl, r);
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        ssize_t r = vt_tls_client_read_some(c->tls, c->in + c->in_len, sizeof(c->in) - c->in_len,
+                                            VT_TLS_CLIENT_NO_WAIT, "reading answers");
+        if (r == -EAGAIN)
             return 0;
-        ERR_clear_error();
-        return -ECONNRESET;
+        if (r < 0)
+            return -ECONNRESET;
+        c->in_len += (size_t)r;
     }
     return 0;
 }

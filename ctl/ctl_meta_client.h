@@ -6,8 +6,9 @@
  *
  * admin.yaml: meta/vt_meta_admin_config.h (and docs/OPERATIONS.md).
  *
- * The server's certificate must chain to `tls.ca` and carry a decimal CN (a
- * meta node); after a NotLeader naming leader L, the CN must be L. */
+ * The server's certificate must chain to `tls.ca` and carry exactly one
+ * subject CN, a decimal id >= 1 (a meta node); after a NotLeader naming
+ * leader L, the CN must be L. Connections: runtime/vt_tls_client.h. */
 #ifndef VT_CTL_META_CLIENT_H
 #define VT_CTL_META_CLIENT_H
 

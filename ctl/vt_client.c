@@ -1,30 +1,17 @@
-/* The blocking native-protocol client: TCP connect, TLS 1.3 with mutual
- * certificates (BoringSSL, blocking semantics over a non-blocking socket so
- * every wait has a deadline), the hello exchange, and framed send/receive
- * with request-order checks. Requests live in vt_client_req.c.
+/* The blocking native-protocol client: the connection (TCP + mutual TLS 1.3
+ * with deadlines, runtime/vt_tls_client.h), the hello exchange, and framed
+ * send/receive with request-order checks. Requests live in vt_client_req.c.
  * Owns: struct vt_client (vt_client_int.h). */
 #include "vt_client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <openssl/err.h>
 #include <openssl/rand.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "vt_client_int.h"
 #include "vt_clock.h"
@@ -44,257 +31,33 @@ vt_client__fail(struct vt_client *c, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* ---- transport (runtime/vt_tls_client.h) ---------------------------------- */
+
+/* Records the transport's message for its failure rc. */
 static int
-remaining_ms(uint64_t deadline_ms)
+tls_fail(struct vt_client *c, int rc)
 {
-    uint64_t now = vt_clock_mono_ms();
-    if (now >= deadline_ms)
-        return 0;
-    uint64_t left = deadline_ms - now;
-    return left > INT32_MAX ? INT32_MAX : (int)left;
+    return vt_client__fail(c, rc, "%s", vt_tls_client_last_error(c->tls));
 }
 
-/* ---- TLS errors ----------------------------------------------------------- */
-
-/* Alerts a server sends when it does not accept our certificate. */
-static bool
-alert_refuses_us(int alert)
-{
-    switch (alert) {
-    case SSL_AD_HANDSHAKE_FAILURE:
-    case SSL_AD_BAD_CERTIFICATE:
-    case SSL_AD_UNSUPPORTED_CERTIFICATE:
-    case SSL_AD_CERTIFICATE_REVOKED:
-    case SSL_AD_CERTIFICATE_EXPIRED:
-    case SSL_AD_CERTIFICATE_UNKNOWN:
-    case SSL_AD_UNKNOWN_CA:
-    case SSL_AD_ACCESS_DENIED:
-    case SSL_AD_CERTIFICATE_REQUIRED:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* Describes the oldest queued BoringSSL error; returns -EACCES when the
- * peer refused our certificate, -ECONNRESET for close_notify, else -EPROTO. */
+/* TCP connect, TLS handshake and the server CN check against server_name. */
 static int
-tls_error(struct vt_client *c, const char *what)
+tls_connect(struct vt_client *c, uint64_t deadline_ms)
 {
-    uint32_t e = ERR_get_error();
-    ERR_clear_error();
-    long vr = c->ssl != NULL ? SSL_get_verify_result(c->ssl) : X509_V_OK;
-    if (vr != X509_V_OK)
-        return vt_client__fail(c, -EACCES, "TLS failure while %s: server certificate refused: %s",
-                               what, X509_verify_cert_error_string(vr));
-    if (e == 0)
-        return vt_client__fail(c, -EPROTO, "TLS failure while %s", what);
-    int reason = ERR_GET_REASON(e);
-    if (ERR_GET_LIB(e) == ERR_LIB_SSL && reason >= SSL_AD_REASON_OFFSET) {
-        int alert = reason - SSL_AD_REASON_OFFSET;
-        if (alert == SSL_AD_CLOSE_NOTIFY)
-            return vt_client__fail(c, -ECONNRESET, "connection closed by the server while %s",
-                                   what);
-        if (alert_refuses_us(alert))
-            return vt_client__fail(c, -EACCES,
-                                   "TLS failure while %s: the server refused our certificate "
-                                   "(alert: %s)",
-                                   what, SSL_alert_desc_string_long(alert));
-        return vt_client__fail(c, -EPROTO, "TLS failure while %s: server sent alert: %s", what,
-                               SSL_alert_desc_string_long(alert));
-    }
-    const char *rs = ERR_reason_error_string(e);
-    return vt_client__fail(c, -EPROTO, "TLS failure while %s: %s", what,
-                           rs != NULL ? rs : "unknown error");
-}
-
-/* After an SSL call returned `rc` <= 0: waits for the socket as BoringSSL
- * asks and returns 0 (call again), or the failure. */
-static int
-ssl_wait(struct vt_client *c, int rc, uint64_t deadline_ms, const char *what)
-{
-    int e = SSL_get_error(c->ssl, rc);
-    short ev;
-    switch (e) {
-    case SSL_ERROR_WANT_READ:
-        ev = POLLIN;
-        break;
-    case SSL_ERROR_WANT_WRITE:
-        ev = POLLOUT;
-        break;
-    case SSL_ERROR_ZERO_RETURN:
-        return vt_client__fail(c, -ECONNRESET, "connection closed by the server while %s", what);
-    case SSL_ERROR_SYSCALL: {
-        int saved = errno;
-        if (ERR_peek_error() != 0)
-            return tls_error(c, what);
-        if (rc == 0 || saved == 0)
-            return vt_client__fail(c, -ECONNRESET, "connection lost while %s (EOF)", what);
-        return vt_client__fail(c, -ECONNRESET, "connection lost while %s: %s", what,
-                               strerror(saved));
-    }
-    default:
-        return tls_error(c, what);
-    }
-    for (;;) {
-        int ms = remaining_ms(deadline_ms);
-        if (ms == 0)
-            return vt_client__fail(c, -ETIMEDOUT, "timed out while %s", what);
-        struct pollfd p = {.fd = c->fd, .events = ev};
-        int n = poll(&p, 1, ms);
-        if (n > 0)
-            return 0;
-        if (n < 0 && errno != EINTR)
-            return vt_client__fail(c, -errno, "poll: %s", strerror(errno));
-    }
-}
-
-/* ---- TCP ------------------------------------------------------------------- */
-
-/* Non-blocking connect to one address, bounded by the deadline. Returns the
- * fd or a negative errno. */
-static int
-tcp_connect_one(const struct addrinfo *ai, uint64_t deadline_ms)
-{
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    ai->ai_protocol);
-    if (fd < 0)
-        return -errno;
-    int rc = 0;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        rc = -errno;
-        while (rc == -EINPROGRESS || rc == -EINTR) {
-            int ms = remaining_ms(deadline_ms);
-            if (ms == 0) {
-                rc = -ETIMEDOUT;
-                break;
-            }
-            struct pollfd p = {.fd = fd, .events = POLLOUT};
-            int n = poll(&p, 1, ms);
-            if (n < 0 && errno != EINTR) {
-                rc = -errno;
-            } else if (n > 0) {
-                int soerr = 0;
-                socklen_t sl = sizeof(soerr);
-                rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 ? -errno : -soerr;
-            }
-        }
-    }
-    if (rc != 0) {
-        close(fd);
-        return rc;
-    }
-    int one = 1;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
-static int
-tcp_connect(struct vt_client *c, uint64_t deadline_ms)
-{
-    const struct vt_cfg_hostport *hp = &c->cfg->addr;
-    char port[8];
-    snprintf(port, sizeof(port), "%u", (unsigned)hp->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    int g = getaddrinfo(hp->host, port, &hints, &res);
-    if (g != 0)
-        return vt_client__fail(c, -EHOSTUNREACH, "cannot resolve %s: %s", hp->host,
-                               gai_strerror(g));
-    int rc = -EHOSTUNREACH;
-    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        rc = tcp_connect_one(ai, deadline_ms);
-        if (rc >= 0 || rc == -ETIMEDOUT)
-            break;
-    }
-    freeaddrinfo(res);
-    if (rc < 0) {
-        return vt_client__fail(c, rc, "cannot connect to %s:%u: %s", hp->host,
-                               (unsigned)hp->port,
-                               rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
-    }
-    c->fd = rc;
-    return 0;
-}
-
-/* ---- TLS --------------------------------------------------------------------- */
-
-static int
-ssl_file_error(struct vt_client *c, const char *what, const char *path)
-{
-    uint32_t e = ERR_get_error();
-    ERR_clear_error();
-    const char *rs = e ? ERR_reason_error_string(e) : NULL;
-    return vt_client__fail(c, -EINVAL, "tls.%s %s: %s", what, path,
-                           rs != NULL ? rs : "cannot be loaded");
-}
-
-static int
-tls_setup(struct vt_client *c)
-{
-    const struct vt_client_tls_files *f = &c->cfg->tls;
-    ERR_clear_error();
-    c->ctx = SSL_CTX_new(TLS_method());
-    if (c->ctx == NULL)
-        return vt_client__fail(c, -ENOMEM, "cannot create a TLS context");
-    if (SSL_CTX_set_min_proto_version(c->ctx, TLS1_3_VERSION) != 1 ||
-        SSL_CTX_set_max_proto_version(c->ctx, TLS1_3_VERSION) != 1)
-        return vt_client__fail(c, -EINVAL, "cannot restrict TLS to version 1.3");
-    if (SSL_CTX_load_verify_locations(c->ctx, f->ca, NULL) != 1)
-        return ssl_file_error(c, "ca", f->ca);
-    if (SSL_CTX_use_certificate_chain_file(c->ctx, f->cert) != 1)
-        return ssl_file_error(c, "cert", f->cert);
-    if (SSL_CTX_use_PrivateKey_file(c->ctx, f->key, SSL_FILETYPE_PEM) != 1)
-        return ssl_file_error(c, "key", f->key);
-    if (SSL_CTX_check_private_key(c->ctx) != 1)
-        return ssl_file_error(c, "key", f->key);
-    SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
-    c->ssl = SSL_new(c->ctx);
-    if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
-        return vt_client__fail(c, -ENOMEM, "cannot create a TLS connection");
-    SSL_set_connect_state(c->ssl);
-    return 0;
-}
-
-/* The subject CN of `cert` into out ("" if none). */
-static void
-cert_cn(X509 *cert, char *out, size_t cap)
-{
-    out[0] = '\0';
-    X509_NAME *name = X509_get_subject_name(cert);
-    int idx = name != NULL ? X509_NAME_get_index_by_NID(name, NID_commonName, -1) : -1;
-    if (idx < 0)
-        return;
-    const ASN1_STRING *s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, idx));
-    const unsigned char *p = ASN1_STRING_get0_data(s);
-    size_t n = (size_t)ASN1_STRING_length(s), k = 0;
-    for (size_t i = 0; i < n && k + 1 < cap; i++)
-        out[k++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
-    out[k] = '\0';
-}
-
-static int
-tls_handshake(struct vt_client *c, uint64_t deadline_ms)
-{
-    for (;;) {
-        ERR_clear_error();
-        int rc = SSL_do_handshake(c->ssl);
-        if (rc == 1)
-            break;
-        rc = ssl_wait(c, rc, deadline_ms, "in the TLS handshake");
-        if (rc != 0)
-            return rc;
-    }
-    X509 *peer = SSL_get_peer_certificate(c->ssl);
-    if (peer == NULL)
-        return vt_client__fail(c, -EACCES, "the server presented no certificate");
-    char cn[VT_PROTO_PRINCIPAL_MAX + 1];
-    cert_cn(peer, cn, sizeof(cn));
-    X509_free(peer);
-    if (strcasecmp(cn, c->cfg->server_name) != 0)
-        return vt_client__fail(c, -EACCES,
-                               "server certificate CN is \"%s\", expected server_name \"%s\"", cn,
-                               c->cfg->server_name);
+    const struct vt_client_config *cfg = c->cfg;
+    struct vt_tls_files files = vt_cfg_tls_files(&cfg->tls);
+    char err[VT_TLS_CLIENT_ERR_BYTES];
+    c->tls_ctx = vt_tls_client_ctx_new(&files, err, sizeof(err));
+    if (c->tls_ctx == NULL)
+        return vt_client__fail(c, -EINVAL, "%s", err);
+    struct vt_tls_client_opts o = {.host = cfg->addr.host,
+                                   .port = cfg->addr.port,
+                                   .expected_cn = cfg->server_name,
+                                   .expected_label = "server_name",
+                                   .deadline_ms = deadline_ms};
+    int rc = vt_tls_client_connect(c->tls_ctx, &o, &c->tls, NULL, err, sizeof(err));
+    if (rc != 0)
+        return vt_client__fail(c, rc, "%s", err);
     return 0;
 }
 
@@ -303,20 +66,8 @@ tls_handshake(struct vt_client *c, uint64_t deadline_ms)
 static int
 write_all(struct vt_client *c, const uint8_t *p, size_t len, uint64_t deadline_ms)
 {
-    while (len > 0) {
-        int chunk = len > INT32_MAX ? INT32_MAX : (int)len;
-        ERR_clear_error();
-        int n = SSL_write(c->ssl, p, chunk);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        int rc = ssl_wait(c, n, deadline_ms, "sending a request");
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
+    int rc = vt_tls_client_write(c->tls, p, len, deadline_ms, "sending a request");
+    return rc != 0 ? tls_fail(c, rc) : 0;
 }
 
 int
@@ -377,16 +128,11 @@ read_frame(struct vt_client *c, struct vt_frame *f, uint64_t deadline_ms, const 
         rc = rx_reserve(c, need > c->rx_len ? need : c->rx_len + 1);
         if (rc != 0)
             return rc;
-        ERR_clear_error();
-        size_t room = c->rx_cap - c->rx_len;
-        int n = SSL_read(c->ssl, c->rx + c->rx_len, room > INT32_MAX ? INT32_MAX : (int)room);
-        if (n > 0) {
-            c->rx_len += (size_t)n;
-            continue;
-        }
-        rc = ssl_wait(c, n, deadline_ms, what);
-        if (rc != 0)
-            return rc;
+        ssize_t n = vt_tls_client_read_some(c->tls, c->rx + c->rx_len, c->rx_cap - c->rx_len,
+                                            deadline_ms, what);
+        if (n < 0)
+            return tls_fail(c, (int)n);
+        c->rx_len += (size_t)n;
     }
 }
 
@@ -564,16 +310,6 @@ recv_hello(struct vt_client *c, uint64_t deadline_ms)
     return 0;
 }
 
-/* A write to a socket the peer closed must fail with EPIPE, not kill the
- * tool: ignore SIGPIPE unless the program installed its own handler. */
-static void
-ignore_sigpipe(void)
-{
-    struct sigaction old;
-    if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-        (void)signal(SIGPIPE, SIG_IGN);
-}
-
 int
 vt_client_connect(const struct vt_client_config *cfg, uint8_t role, struct vt_client **out,
                   char *err, size_t err_len)
@@ -584,18 +320,12 @@ vt_client_connect(const struct vt_client_config *cfg, uint8_t role, struct vt_cl
         snprintf(err, err_len, "out of memory");
         return -ENOMEM;
     }
-    ignore_sigpipe();
     c->cfg = cfg;
-    c->fd = -1;
     c->next_id = 1;
     c->max_frame = VT_CLIENT_REQ_MAX_FRAME;
     c->request_timeout_ms = cfg->request_timeout_ms;
     uint64_t deadline_ms = vt_clock_mono_ms() + cfg->connect_timeout_ms;
-    int rc = tcp_connect(c, deadline_ms);
-    if (rc == 0)
-        rc = tls_setup(c);
-    if (rc == 0)
-        rc = tls_handshake(c, deadline_ms);
+    int rc = tls_connect(c, deadline_ms);
     if (rc == 0)
         rc = send_hello(c, role, deadline_ms);
     if (rc == 0)
@@ -615,14 +345,8 @@ vt_client_close(struct vt_client *c)
 {
     if (c == NULL)
         return;
-    if (c->ssl != NULL) {
-        if (!c->broken && c->hello_done)
-            (void)SSL_shutdown(c->ssl); /* best effort close_notify; never waits */
-        SSL_free(c->ssl);
-    }
-    SSL_CTX_free(c->ctx);
-    if (c->fd >= 0)
-        close(c->fd);
+    vt_tls_client_close(c->tls); /* best effort close_notify; never waits */
+    vt_tls_client_ctx_free(c->tls_ctx);
     free(c->q);
     free(c->rx);
     free(c->tx);

@@ -32,22 +32,12 @@ static const struct vt_cfg_schema range_schema = {
     .validate = range_validate,
 };
 
-#define TL struct vt_client_tls_files
-static const struct vt_cfg_field tls_fields[] = {
-    VT_CFG_STR_F(TL, ca, "ca", true, 1, 4000),
-    VT_CFG_STR_F(TL, cert, "cert", true, 1, 4000),
-    VT_CFG_STR_F(TL, key, "key", true, 1, 4000),
-};
-#undef TL
-static const struct vt_cfg_schema tls_schema = {
-    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
-
 #define CC struct vt_client_config
 static const struct vt_cfg_field client_fields[] = {
     VT_CFG_UUID_F(CC, cluster_id, "cluster_id", true),
     VT_CFG_HOSTPORT_F(CC, addr, "addr", true, 1, 65535),
     VT_CFG_STR_F(CC, server_name, "server_name", true, 1, 64),
-    VT_CFG_F(CC, tls, "tls", VT_CFG_BLOCK, true, 0, 0, .sub = &tls_schema),
+    VT_CFG_BLOCK_F(CC, tls, "tls", true, &vt_cfg_tls_schema),
     VT_CFG_UUID_F(CC, principal, "principal", true),
     VT_CFG_U64_F(CC, producer_epoch, "producer_epoch", false, 0, UINT64_MAX),
     VT_CFG_U64_F(CC, fencing_epoch, "fencing_epoch", false, 0, UINT64_MAX),

@@ -26,16 +26,11 @@
 #include <stdint.h>
 
 #include "vt_config.h"
+#include "vt_config_tls.h"
 #include "vt_log_types.h"
 
 #define VT_CLIENT_DEFAULT_CONNECT_TIMEOUT_MS 5000u
 #define VT_CLIENT_DEFAULT_REQUEST_TIMEOUT_MS 30000u
-
-struct vt_client_tls_files {
-    char *ca;   /* PEM CA that signs the node certificates */
-    char *cert; /* PEM client certificate; its CN is the principal */
-    char *key;  /* PEM private key of `cert` */
-};
 
 struct vt_client_range_config {
     char *topic; /* 1..249 bytes of [A-Za-z0-9._-] */
@@ -49,7 +44,7 @@ struct vt_client_config {
     uint8_t cluster_id[16];
     struct vt_cfg_hostport addr; /* numeric IPv4/IPv6 or a host name */
     char *server_name;           /* the CN the node's certificate must carry */
-    struct vt_client_tls_files tls;
+    struct vt_cfg_tls tls;       /* ca signs the nodes; cert's CN is the principal */
     uint8_t principal[16];       /* client cert CN; also the batches' producer id */
     uint64_t producer_epoch;
     uint64_t fencing_epoch;      /* sent with Produce; Fetch sends 0 (any) */

@@ -1,11 +1,10 @@
-/* Internals of the blocking client shared by vt_client.c (connection, TLS,
+/* Internals of the blocking client shared by vt_client.c (connection,
  * frame I/O) and vt_client_req.c (requests). Not for tools. */
 #ifndef VT_CLIENT_INT_H
 #define VT_CLIENT_INT_H
 
-#include <openssl/ssl.h>
-
 #include "vt_client.h"
+#include "vt_tls_client.h"
 
 /* One sent request id and whether a response is due for it. */
 struct vt_client__sent {
@@ -17,9 +16,8 @@ struct vt_client__sent {
 /* owner: the thread using it */
 struct vt_client {
     const struct vt_client_config *cfg;
-    int fd;
-    SSL_CTX *ctx;
-    SSL *ssl;
+    struct vt_tls_client_ctx *tls_ctx;
+    struct vt_tls_client *tls;
     bool broken;
     bool hello_done;
     struct vt_server_hello session; /* negotiated, valid once hello_done */

@@ -7,18 +7,6 @@
 
 #include "vt_meta_admin_proto.h"
 
-#define MT struct vt_meta_admin_config
-static const struct vt_cfg_field tls_fields[] = {
-    VT_CFG_STR_F(MT, tls.ca, "ca", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.cert, "cert", true, 1, 4000),
-    VT_CFG_STR_F(MT, tls.key, "key", true, 1, 4000),
-};
-#undef MT
-
-/* The tls block's fields are offsets into the whole config; the block sits at 0. */
-static const struct vt_cfg_schema tls_schema = {
-    .name = "tls", .fields = tls_fields, .n_fields = VT_ARRAY_LEN(tls_fields)};
-
 static int
 config_validate(void *obj, char *msg, size_t msg_len)
 {
@@ -35,7 +23,7 @@ config_validate(void *obj, char *msg, size_t msg_len)
 static const struct vt_cfg_field config_fields[] = {
     VT_CFG_STRLIST_F(MT, endpoints, n_endpoints, "endpoints", true, VT_META_ADMIN_MAX_ENDPOINTS,
                      .min = 1),
-    {.key = "tls", .type = VT_CFG_BLOCK, .offset = 0, .required = true, .sub = &tls_schema},
+    VT_CFG_BLOCK_F(MT, tls, "tls", true, &vt_cfg_tls_schema),
     VT_CFG_DURATION_F(MT, connect_timeout_ms, "connect_timeout", false, 10, 600000),
     VT_CFG_DURATION_F(MT, request_timeout_ms, "request_timeout", false, 100, 3600000),
 };

@@ -15,15 +15,14 @@
 
 #include "vt_assert.h"
 #include "vt_config.h"
+#include "vt_config_tls.h"
 
 #define VT_META_ADMIN_MAX_ENDPOINTS 16u
 
 struct vt_meta_admin_config {
     char **endpoints;
     uint32_t n_endpoints;
-    struct {
-        char *ca, *cert, *key;
-    } tls;
+    struct vt_cfg_tls tls;
     uint64_t connect_timeout_ms; /* default 2 s */
     uint64_t request_timeout_ms; /* default 15 s */
 };

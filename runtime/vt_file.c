@@ -1,10 +1,11 @@
-/* The posix implementation of the file seam, plus full-length helpers.
- * Blocking: runs on I/O threads and in tools, never on a reactor. */
+/* The posix implementation of the file seam, plus full-length helpers and
+ * mkdir -p. Blocking: runs on I/O threads and in tools, never on a reactor. */
 #include "vt_file.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -184,4 +185,50 @@ vt_file_pread_all(const struct vt_file_ops *ops, int fd, void *buf, size_t len, 
         done += (size_t)n;
     }
     return (ssize_t)done;
+}
+
+/* One level: 0 if `dir` is a directory now, else -errno. */
+static int
+mkdir_one(const char *dir, mode_t mode)
+{
+    if (mkdir(dir, mode) == 0)
+        return 0;
+    int e = errno;
+    if (e != EEXIST)
+        return -e;
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int
+vt_file_mkdir_p(const char *path, mode_t mode, char *err, size_t err_len)
+{
+    VT_ASSERT(path != NULL && err != NULL && err_len > 0);
+    size_t n = strlen(path);
+    if (n == 0) {
+        snprintf(err, err_len, "mkdir: empty path");
+        return -EINVAL;
+    }
+    if (n >= PATH_MAX) {
+        snprintf(err, err_len, "mkdir %.300s...: %s", path, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
+    char buf[PATH_MAX];
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        /* each prefix ending before a '/' (or the end); "a//b" and a
+         * trailing '/' add nothing new */
+        if ((buf[i] != '/' && buf[i] != '\0') || buf[i - 1] == '/')
+            continue;
+        buf[i] = '\0';
+        int rc = mkdir_one(buf, mode);
+        if (rc != 0) {
+            snprintf(err, err_len, "mkdir %.300s: %s", buf, strerror(-rc));
+            return rc;
+        }
+        buf[i] = path[i];
+    }
+    return 0;
 }

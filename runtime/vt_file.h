@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vt_assert.h"
+
 /* Every function returns >= 0 on success or a negative errno. */
 struct vt_file_ops {
     void *ctx;
@@ -43,5 +45,14 @@ ssize_t vt_file_pwrite_all(const struct vt_file_ops *ops, int fd, const void *bu
 /* Loops over short reads; returns bytes read (< len only at EOF) or -errno. */
 ssize_t vt_file_pread_all(const struct vt_file_ops *ops, int fd, void *buf, size_t len,
                           uint64_t off);
+
+/* mkdir -p: creates `path` and each missing parent with `mode` (posix, not
+ * through the seam: it runs at boot and in tools, before any store opens).
+ * Directories that exist already are fine (symlinks to them too). 0, or
+ * -errno with `err` = "mkdir DIR: strerror" naming the component that failed:
+ * -ENOTDIR when a component exists but is not a directory, -ENAMETOOLONG
+ * for a path of PATH_MAX bytes or more (nothing is created), -EINVAL for an
+ * empty path ("mkdir: empty path"). Blocking: never on a reactor. */
+int vt_file_mkdir_p(const char *path, mode_t mode, char *err, size_t err_len) VT_MUST_USE;
 
 #endif

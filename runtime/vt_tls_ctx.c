@@ -132,20 +132,34 @@ policy_allows(const struct vt_tls_policy *pol, const char *cn)
 }
 
 /* The leaf passed chain verification: check its CN against the policy. */
+int
+vt_tls__check_cn(X509 *leaf, const char *expected_cn, char cn[VT_TLS_CN_MAX + 1])
+{
+    VT_ASSERT(leaf != NULL && cn != NULL);
+    int rc = vt_tls__cert_cn(leaf, cn, VT_TLS_CN_MAX + 1);
+    if (rc == -ENOENT || rc == -EEXIST)
+        return rc;
+    if (rc != 0 || !vt_tls_cn_valid(cn))
+        return -EINVAL;
+    if (expected_cn != NULL && expected_cn[0] != '\0' && strcasecmp(cn, expected_cn) != 0)
+        return -EACCES;
+    return 0;
+}
+
 static bool
 conn_check_identity(struct vt_conn *c, X509 *leaf)
 {
     char cn[VT_TLS_CN_MAX + 1];
-    int rc = vt_tls__cert_cn(leaf, cn, sizeof(cn));
+    int rc = vt_tls__check_cn(leaf, c->expected_cn, cn);
     enum vt_tls_refusal ref = VT_TLS_REFUSAL_BAD_CN;
     if (rc == -ENOENT) {
         snprintf(c->reason, sizeof(c->reason), "peer certificate has no subject CN");
     } else if (rc == -EEXIST) {
         snprintf(c->reason, sizeof(c->reason), "peer certificate has several subject CNs");
-    } else if (rc != 0 || !vt_tls_cn_valid(cn)) {
+    } else if (rc == -EINVAL) {
         snprintf(c->reason, sizeof(c->reason),
                  "peer certificate CN \"%s\" is not a UUID or decimal id", cn);
-    } else if (c->expected_cn[0] != '\0' && strcasecmp(cn, c->expected_cn) != 0) {
+    } else if (rc == -EACCES) {
         ref = VT_TLS_REFUSAL_CN_NOT_ALLOWED;
         snprintf(c->reason, sizeof(c->reason), "peer presented CN \"%s\", expected \"%s\"", cn,
                  c->expected_cn);
@@ -266,6 +280,36 @@ alert_refuses(int alert)
     }
 }
 
+int
+vt_tls__err_alert(uint32_t e)
+{
+    if (e == 0 || ERR_GET_LIB(e) != ERR_LIB_SSL)
+        return -1;
+    int reason = ERR_GET_REASON(e);
+    return reason >= SSL_AD_REASON_OFFSET ? reason - SSL_AD_REASON_OFFSET : -1;
+}
+
+enum vt_tls_refusal
+vt_tls__classify_code(uint32_t e)
+{
+    if (e == 0 || ERR_GET_LIB(e) != ERR_LIB_SSL)
+        return VT_TLS_REFUSAL_HANDSHAKE;
+    switch (ERR_GET_REASON(e)) {
+    case SSL_R_HTTP_REQUEST:
+    case SSL_R_HTTPS_PROXY_REQUEST:
+    case SSL_R_WRONG_VERSION_NUMBER:
+        return VT_TLS_REFUSAL_PLAINTEXT;
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+        return VT_TLS_REFUSAL_NO_CERT;
+    default:
+        break;
+    }
+    int alert = vt_tls__err_alert(e);
+    if (alert >= 0 && alert != SSL_AD_CLOSE_NOTIFY && alert_refuses(alert))
+        return VT_TLS_REFUSAL_BY_PEER;
+    return VT_TLS_REFUSAL_HANDSHAKE;
+}
+
 enum vt_tls_refusal
 vt_tls__classify_err(char *buf, size_t len)
 {
@@ -276,25 +320,10 @@ vt_tls__classify_err(char *buf, size_t len)
         return VT_TLS_REFUSAL_HANDSHAKE;
     }
     err_text(e, buf, len);
-    if (ERR_GET_LIB(e) != ERR_LIB_SSL)
-        return VT_TLS_REFUSAL_HANDSHAKE;
-    int reason = ERR_GET_REASON(e);
-    switch (reason) {
-    case SSL_R_HTTP_REQUEST:
-    case SSL_R_HTTPS_PROXY_REQUEST:
-    case SSL_R_WRONG_VERSION_NUMBER:
-        return VT_TLS_REFUSAL_PLAINTEXT;
-    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
-        return VT_TLS_REFUSAL_NO_CERT;
-    default:
-        break;
-    }
-    if (reason >= SSL_AD_REASON_OFFSET && reason != SSL_R_SSLV3_ALERT_CLOSE_NOTIFY) {
-        int alert = reason - SSL_AD_REASON_OFFSET;
+    int alert = vt_tls__err_alert(e);
+    if (alert >= 0 && alert != SSL_AD_CLOSE_NOTIFY)
         snprintf(buf, len, "peer sent TLS alert: %s", SSL_alert_desc_string_long(alert));
-        return alert_refuses(alert) ? VT_TLS_REFUSAL_BY_PEER : VT_TLS_REFUSAL_HANDSHAKE;
-    }
-    return VT_TLS_REFUSAL_HANDSHAKE;
+    return vt_tls__classify_code(e);
 }
 
 /* ---- contexts ---------------------------------------------------------- */

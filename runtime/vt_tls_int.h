@@ -86,6 +86,21 @@ int vt_tls__ex_index(void);
  * other bytes become '?'). 0, -ENOENT (no CN), -EEXIST (several CNs),
  * -EINVAL (not printable ASCII, or longer than VT_TLS_CN_MAX). */
 int vt_tls__cert_cn(X509 *cert, char *out, size_t out_len);
+/* The identity rule of every TLS peer check (reactor connections and the
+ * blocking tool client, vt_tls_client.c): the certificate must carry exactly
+ * one printable subject CN that is a valid id (vt_tls_cn_valid) and, when
+ * `expected_cn` is non-NULL and non-empty, equal to it ignoring case. Copies
+ * the CN (as vt_tls__cert_cn does) into `cn` for messages. 0, -ENOENT (no
+ * CN), -EEXIST (several CNs), -EINVAL (not a UUID or decimal id), -EACCES
+ * (valid, but not expected_cn). */
+int vt_tls__check_cn(X509 *leaf, const char *expected_cn, char cn[VT_TLS_CN_MAX + 1]);
+/* The TLS alert a BoringSSL error code reports (received from the peer), or
+ * -1 if it is not an alert. */
+int vt_tls__err_alert(uint32_t e);
+/* Classifies one BoringSSL error code without touching the queue: PLAINTEXT
+ * (the peer does not speak TLS), NO_CERT, BY_PEER (a certificate or access
+ * alert from the peer) or HANDSHAKE (anything else, close_notify included). */
+enum vt_tls_refusal vt_tls__classify_code(uint32_t e);
 /* Classifies the oldest queued BoringSSL error and clears the queue,
  * writing "library: reason" (or the peer's alert) to `buf`. A certificate or
  * access alert from the peer is BY_PEER; other alerts are HANDSHAKE. */

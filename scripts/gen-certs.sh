@@ -2,7 +2,7 @@
 # Development / test certificates for vtop's mutual TLS: a dev CA plus one
 # ECDSA P-256 cert+key per principal CN, and (for tests) certificates that
 # must be refused: one from an unrelated CA, an expired one, a not-yet-valid
-# one, one with an invalid CN and one without a CN. Uses the openssl CLI only
+# one, one with an invalid CN, one without a CN and one with two CNs. Uses the openssl CLI only
 # to make files; vtop itself never links the system OpenSSL.
 #
 # Usage: scripts/gen-certs.sh OUTDIR [--node-cns CN,...] [--client-cns CN,...] [--force]
@@ -16,6 +16,7 @@
 #   future.pem .key               CN = first client CN, valid from 2099-01-01
 #   invalid-cn.pem .key           CN = "not a uuid"
 #   no-cn.pem .key                subject O=vtop only
+#   two-cn.pem .key               CN = first client CN, then a second CN "99"
 #
 # Idempotent: an existing CA is reused and existing files are kept; only
 # missing files are made. --force deletes OUTDIR's generated files first.
@@ -201,6 +202,7 @@ make_dated "$outdir/expired" "$first_client" 20200101000000Z 20200102000000Z
 make_dated "$outdir/future" "$first_client" 20990101000000Z 20991231000000Z
 make_leaf "$outdir" "$outdir/invalid-cn" "/O=vtop/CN=not a uuid"
 make_leaf "$outdir" "$outdir/no-cn" "/O=vtop"
+make_leaf "$outdir" "$outdir/two-cn" "/O=vtop/CN=$first_client/CN=99"
 
 if [ ${#made[@]} -eq 0 ]; then
     echo "gen-certs: $outdir is up to date"

@@ -528,6 +528,20 @@ test_vt_client_connect_wrong_server_cn(void **state)
 }
 
 static void
+test_vt_client_connect_two_server_cns(void **state)
+{
+    (void)state;
+    /* The first CN is server_name; the second must still get it refused. */
+    struct fake *f = fake_start(NULL);
+    f->cert_cn = "two-cn";
+    struct vt_client_config cfg;
+    client_cfg(&cfg, f->port, "ca.pem", CLIENT, CLIENT);
+    expect_connect_fail(f, &cfg, -EACCES, "server certificate has several subject CNs");
+    fake_finish(f);
+    vt_client_config_free(&cfg);
+}
+
+static void
 test_vt_client_connect_server_from_unknown_ca(void **state)
 {
     (void)state;
@@ -551,21 +565,31 @@ test_vt_client_connect_our_cert_refused(void **state)
     vt_client_config_free(&cfg);
 }
 
+/* A fake that was started but never run: just its listener. */
+static void
+fake_discard(struct fake *f)
+{
+    close(f->lfd);
+    free(f->buf);
+    free(f);
+}
+
 static void
 test_vt_client_connect_bad_tls_files(void **state)
 {
     (void)state;
-    /* The files are read once TCP is up, so a live listener is needed. */
+    /* The files are read before connecting; the listener that never
+     * answers makes sure the failure is not a connect error. */
     struct vt_client_config cfg;
     struct fake *f = fake_start(NULL);
     client_cfg(&cfg, f->port, "missing.pem", CLIENT, NODE1);
-    expect_connect_fail(f, &cfg, -EINVAL, "tls.ca");
-    fake_finish(f);
+    expect_connect_fail(NULL, &cfg, -EINVAL, "tls.ca");
+    fake_discard(f);
     vt_client_config_free(&cfg);
     f = fake_start(NULL);
     client_cfg(&cfg, f->port, "ca.pem", "no-such-client", NODE1);
-    expect_connect_fail(f, &cfg, -EINVAL, "tls.cert");
-    fake_finish(f);
+    expect_connect_fail(NULL, &cfg, -EINVAL, "tls.cert");
+    fake_discard(f);
     vt_client_config_free(&cfg);
 }
 
@@ -575,10 +599,7 @@ test_vt_client_connect_refused(void **state)
     (void)state;
     struct fake *f = fake_start(NULL);
     uint16_t port = f->port;
-    close(f->lfd); /* nothing listens there any more */
-    f->lfd = -1;
-    free(f->buf);
-    free(f);
+    fake_discard(f); /* nothing listens there any more */
     struct vt_client_config cfg;
     client_cfg(&cfg, port, "ca.pem", CLIENT, NODE1);
     expect_connect_fail(NULL, &cfg, -ECONNREFUSED, "cannot connect to 127.0.0.1:");
@@ -891,7 +912,7 @@ group_setup(void **state)
     const char *env = getenv("VT_TEST_CERTS");
     snprintf(certs, sizeof(certs), "%s", env ? env : VT_BINARY_DIR "/test-certs");
     char ca[600];
-    snprintf(ca, sizeof(ca), "%s/other-ca/client.pem", certs);
+    snprintf(ca, sizeof(ca), "%s/two-cn.pem", certs);
     struct stat st;
     if (stat(ca, &st) != 0) {
         /* Run outside CTest: make the certificates ourselves. */
@@ -914,6 +935,7 @@ main(void)
         cmocka_unit_test(test_vt_client_connect_reports_server_error),
         cmocka_unit_test(test_vt_client_connect_refuses_bad_server_hello),
         cmocka_unit_test(test_vt_client_connect_wrong_server_cn),
+        cmocka_unit_test(test_vt_client_connect_two_server_cns),
         cmocka_unit_test(test_vt_client_connect_server_from_unknown_ca),
         cmocka_unit_test(test_vt_client_connect_our_cert_refused),
         cmocka_unit_test(test_vt_client_connect_bad_tls_files),
