@@ -14,6 +14,7 @@
 
 #include "vt_crc32c.h"
 #include "vt_diag.h"
+#include "vt_file.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
 #include "vt_repl_host.h"
@@ -174,25 +175,6 @@ register_range_metrics(struct vt_broker *b, uint32_t i)
 
 /* ---- construction (main thread) ---------------------------------------------- */
 
-static int
-mkdirs(const char *path, char *err, size_t err_len)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, err_len, "mkdir %.300s: %s", buf, strerror(errno));
-            return -errno;
-        }
-        *p = saved;
-        if (saved == '\0')
-            return 0;
-    }
-}
 
 /* A fixed native port must not be held by anyone: a plain bind proves it
  * (SO_REUSEPORT alone would let two processes share the port). */
@@ -351,7 +333,7 @@ setup_ranges(struct vt_broker *b, char *err, size_t err_len)
         char id[37];
         vt_uuid_format(nr->range_id, id);
         snprintf(br->dir, sizeof(br->dir), "%s/ranges/%s-%s", cfg->data_dir, nr->topic, id);
-        int rc = mkdirs(br->dir, err, err_len);
+        int rc = vt_file_mkdir_p(br->dir, 0755, err, err_len);
         if (rc != 0)
             return rc;
         br->actor = vt_range_actor_new(b, i);

@@ -208,7 +208,7 @@ same_hostport(const struct vt_cfg_hostport *a, const struct vt_cfg_hostport *b)
 static int
 meta_peer_validate(void *obj, char *msg, size_t msg_len)
 {
-    const struct vt_node_meta_peer *p = obj;
+    const struct vt_meta_peer_config *p = obj;
     if (!numeric_host(p->address.host)) {
         snprintf(msg, msg_len, "address host '%s' must be a numeric IPv4/IPv6 address (no DNS "
                  "on a reactor)", p->address.host);
@@ -221,7 +221,7 @@ meta_peer_validate(void *obj, char *msg, size_t msg_len)
     return 0;
 }
 
-#define MP struct vt_node_meta_peer
+#define MP struct vt_meta_peer_config
 static const struct vt_cfg_field meta_peer_fields[] = {
     VT_CFG_U64_F(MP, id, "id", true, 1, UINT64_MAX),
     VT_CFG_HOSTPORT_F(MP, address, "address", true, 1, 65535),
@@ -240,7 +240,7 @@ static const struct vt_cfg_schema meta_peer_schema = {.name = "meta peer",
 static int
 meta_validate(void *obj, char *msg, size_t msg_len)
 {
-    const struct vt_node_meta *m = obj;
+    const struct vt_meta_node_config *m = obj;
     if (!numeric_host(m->listen.host) || !numeric_host(m->admin_listen.host)) {
         snprintf(msg, msg_len, "listen and admin_listen hosts must be numeric IPv4/IPv6 "
                  "addresses");
@@ -257,7 +257,7 @@ meta_validate(void *obj, char *msg, size_t msg_len)
         return -EINVAL;
     }
     for (uint32_t i = 0; i < m->n_peers; i++) {
-        const struct vt_node_meta_peer *p = &m->peers[i];
+        const struct vt_meta_peer_config *p = &m->peers[i];
         if (p->id == m->id && !same_hostport(&p->address, &m->listen)) {
             snprintf(msg, msg_len, "peers[%u] is this server (id %llu) but its address is not "
                      "meta.listen", i, (unsigned long long)p->id);
@@ -283,19 +283,19 @@ meta_validate(void *obj, char *msg, size_t msg_len)
     return 0;
 }
 
-#define MT struct vt_node_meta
+#define MT struct vt_meta_node_config
 static const struct vt_cfg_field meta_fields[] = {
     VT_CFG_U64_F(MT, id, "id", true, 1, UINT64_MAX),
     VT_CFG_HOSTPORT_F(MT, listen, "listen", true, 1, 65535),
     VT_CFG_HOSTPORT_F(MT, admin_listen, "admin_listen", true, 1, 65535),
     VT_CFG_STR_F(MT, dir, "dir", false, 1, 4000),
     VT_CFG_LIST_F(MT, peers, n_peers, "peers", false, &meta_peer_schema,
-                  VT_NODE_META_MAX_PEERS),
+                  VT_META_NODE_MAX_PEERS),
     VT_CFG_U32_F(MT, core, "core", false, 0, 255),
     VT_CFG_DURATION_F(MT, election_timeout_ms, "election_timeout", false, 20, 60000),
     VT_CFG_DURATION_F(MT, heartbeat_timeout_ms, "heartbeat_timeout", false, 5, 30000),
     VT_CFG_U32_F(MT, snapshot_threshold, "snapshot_threshold", false, 16, 1u << 24),
-    VT_CFG_STRLIST_F(MT, operators, n_operators, "operators", false, VT_NODE_META_MAX_OPERATORS,
+    VT_CFG_STRLIST_F(MT, operators, n_operators, "operators", false, VT_META_NODE_MAX_OPERATORS,
                      VT_CFG_PRESENT(MT, has_operators)),
     VT_CFG_F(MT, tls, "tls", VT_CFG_BLOCK, false, 0, 0, .sub = &vt_cfg_tls_schema,
              VT_CFG_PRESENT(MT, has_tls)),
@@ -388,7 +388,7 @@ replication_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
 static int
 meta_cross_validate(const struct vt_node_config *c, char *msg, size_t msg_len)
 {
-    const struct vt_node_meta *m = &c->meta;
+    const struct vt_meta_node_config *m = &c->meta;
     if (!c->has_meta)
         return 0;
     if (!c->has_tls && !m->has_tls) {
@@ -506,7 +506,7 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                             .range_bytes = 64ull << 20,
                                             .core_bytes = 256ull << 20,
                                             .process_bytes = 512ull << 20};
-    cfg->meta = (struct vt_node_meta){.election_timeout_ms = 300, .heartbeat_timeout_ms = 60,
+    cfg->meta = (struct vt_meta_node_config){.election_timeout_ms = 300, .heartbeat_timeout_ms = 60,
                                       .snapshot_threshold = 4096};
     int rc = vt_cfg_load_file(path, &vt_node_config_schema, cfg, err);
     if (rc != 0 || !cfg->has_meta || cfg->meta.dir != NULL)

@@ -8,6 +8,8 @@
 
 #include "vt_config.h"
 #include "vt_config_tls.h"
+#include "vt_meta_node.h"
+#include "vt_config_tls.h"
 
 struct vt_node_runtime_config {
     uint32_t cores;              /* 0 = online CPUs */
@@ -30,10 +32,6 @@ struct vt_node_log {
     int level;  /* enum vt_node_log_level */
     int format; /* enum vt_node_log_format */
 };
-
-/* The shared tls block (runtime/vt_config_tls.h). The old tag stays an alias
- * until code outside this file has switched to struct vt_cfg_tls. */
-#define vt_node_tls vt_cfg_tls
 
 /* The client-facing native protocol listener and its negotiation limits. */
 struct vt_node_native {
@@ -112,41 +110,6 @@ struct vt_node_budgets {
     uint64_t process_bytes;    /* split evenly across cores */
 };
 
-#define VT_NODE_META_MAX_PEERS 16u
-#define VT_NODE_META_MAX_OPERATORS 1024u
-
-/* Another server of the metadata Raft group (entries naming this server
- * itself are allowed, so every meta node can share one peer list; such an
- * entry must carry this server's own listen address). */
-struct vt_node_meta_peer {
-    uint64_t id;                          /* raft server id, >= 1 */
-    struct vt_cfg_hostport address;       /* its meta peer listener (numeric host) */
-    char *cn;                             /* its certificate CN; NULL = the decimal id */
-    struct vt_cfg_hostport admin_address; /* its admin listener, for NotLeader redirects */
-    bool has_admin_address;
-};
-
-/* The `meta:` role: this node is a server of the metadata Raft group. */
-struct vt_node_meta {
-    uint64_t id;                         /* raft server id; the peer plane CN is its decimal */
-    struct vt_cfg_hostport listen;       /* meta peer plane (numeric host, fixed port) */
-    struct vt_cfg_hostport admin_listen; /* admin RPC (mutual TLS) */
-    char *dir;                           /* Raft store; default data_dir/meta */
-    struct vt_node_meta_peer *peers;
-    uint32_t n_peers;
-    uint32_t core;                       /* the core that runs the group */
-    uint64_t election_timeout_ms;        /* libraft randomizes in [T, 2T) */
-    uint64_t heartbeat_timeout_ms;
-    uint32_t snapshot_threshold;         /* entries between snapshots */
-    char **operators;                    /* client CNs allowed admin operations */
-    uint32_t n_operators;
-    bool has_operators;                  /* absent: permissive (a warning at start) */
-    /* Optional certificate for the meta planes (CN = decimal id), so a node
-     * can run meta and data together: the top-level tls block's CN is the
-     * node UUID the data planes need. Absent: the top-level tls block. */
-    struct vt_cfg_tls tls;
-    bool has_tls;
-};
 
 /* immutable after boot */
 struct vt_node_config {
@@ -170,7 +133,7 @@ struct vt_node_config {
     bool has_replication;
     struct vt_node_limits limits;
     struct vt_node_budgets budgets;
-    struct vt_node_meta meta;
+    struct vt_meta_node_config meta; /* the meta role (meta/vt_meta_node.h) */
     bool has_meta;
 };
 

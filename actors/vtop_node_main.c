@@ -13,6 +13,7 @@
 #include "vt_alloc.h"
 #include "vt_broker.h"
 #include "vt_diag.h"
+#include "vt_file.h"
 #include "vt_heartbeat.h"
 #include "vt_http.h"
 #include "vt_meta_node.h"
@@ -49,25 +50,11 @@ usage(FILE *f)
 static int
 mkdir_p(const char *path, char *err, size_t err_len)
 {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(buf)) {
-        snprintf(err, err_len, "data_dir: bad length");
-        return -EINVAL;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, err_len, "data_dir: mkdir %.300s: %s", buf, strerror(errno));
-            return -errno;
-        }
-        buf[i] = saved;
-    }
-    return 0;
+    char why[400];
+    int rc = vt_file_mkdir_p(path, 0755, why, sizeof(why));
+    if (rc != 0)
+        snprintf(err, err_len, "%s: %s", "data_dir", why);
+    return rc;
 }
 
 static void
@@ -126,7 +113,7 @@ announce_ready(struct node *nd)
             VT_ERROR("meta role did not start");
             return 1;
         }
-        const struct vt_node_meta *m = &nd->cfg.meta;
+        const struct vt_meta_node_config *m = &nd->cfg.meta;
         snprintf(meta, sizeof(meta), " meta_id=%llu meta=%s:%u meta_admin=%s:%u",
                  (unsigned long long)m->id, m->listen.host, m->listen.port, m->admin_listen.host,
                  m->admin_listen.port);
@@ -196,7 +183,8 @@ node_start(struct node *nd)
         }
     }
     if (nd->cfg.has_meta) {
-        nd->meta = vt_meta_node_new(&nd->cfg, nd->rt, err, sizeof(err));
+        nd->meta = vt_meta_node_new(&nd->cfg.meta, nd->cfg.has_tls ? &nd->cfg.tls : NULL, nd->rt,
+                                    err, sizeof(err));
         if (nd->meta == NULL) {
             VT_ERROR("%s", err);
             return 1;

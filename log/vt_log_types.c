@@ -115,16 +115,3 @@ vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *f
     return code;
 }
 
-void
-vt_uuid_format(const uint8_t id[16], char out[37])
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[id[i] >> 4];
-        out[o++] = hex[id[i] & 15];
-    }
-    out[o] = '\0';
-}

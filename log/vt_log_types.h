@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "vt_assert.h"
+#include "vt_codec.h"
 
 #define VT_TOPIC_MAX_BYTES 249u
 
@@ -67,7 +68,6 @@ struct vt_log_err {
 int vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Formats a UUID as lowercase hyphenated text (37 bytes with NUL). */
-void vt_uuid_format(const uint8_t id[16], char out[37]);
+/* vt_uuid_format (UUID text) lives in runtime/vt_codec.h. */
 
 #endif

@@ -157,3 +157,17 @@ vt_codec_utf8_check(const void *p, size_t n, bool reject_nul, size_t *bad_at)
     }
     return 0;
 }
+
+void
+vt_uuid_format(const uint8_t id[16], char out[37])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[id[i] >> 4];
+        out[o++] = hex[id[i] & 15];
+    }
+    out[o] = '\0';
+}

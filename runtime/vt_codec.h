@@ -78,6 +78,9 @@ vt_be64_put(uint8_t *p, uint64_t v)
  * Returns 0, or -EBADMSG with the offset of the first bad byte in *bad_at. */
 int vt_codec_utf8_check(const void *p, size_t n, bool reject_nul, size_t *bad_at) VT_MUST_USE;
 
+/* Formats a UUID as lowercase hyphenated text (37 bytes with NUL). */
+void vt_uuid_format(const uint8_t id[16], char out[37]);
+
 /* ---- writer -------------------------------------------------------------- */
 
 /* owner: caller, single thread */

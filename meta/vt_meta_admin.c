@@ -20,7 +20,6 @@
 #include "vt_codec.h"
 #include "vt_diag.h"
 #include "vt_frame.h"
-#include "vt_log_types.h"
 
 /* owner: the meta core */
 struct vt_mn_admin_conn {
@@ -625,7 +624,7 @@ static void
 on_open(struct vt_conn *c, void *arg)
 {
     struct vt_mn_admin_conn *ac = arg;
-    const struct vt_node_meta *mc = ac->mn->mc;
+    const struct vt_meta_node_config *mc = ac->mn->mc;
     snprintf(ac->cn, sizeof(ac->cn), "%s", vt_conn_peer_cn(c));
     ac->operator_ok = !mc->has_operators;
     for (uint32_t i = 0; i < mc->n_operators; i++)

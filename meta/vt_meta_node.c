@@ -11,6 +11,7 @@
 
 #include "vt_config.h"
 #include "vt_diag.h"
+#include "vt_file.h"
 
 static void mn_open(struct vt_meta_node *mn);
 static void mn_close(struct vt_meta_node *mn);
@@ -328,12 +329,12 @@ on_prepared(struct raft_io *io, int status, void *arg)
 static int
 io_init(struct vt_meta_node *mn)
 {
-    struct vt_meta_io_peer peers[VT_NODE_META_MAX_PEERS];
-    char cns[VT_NODE_META_MAX_PEERS][VT_TLS_CN_MAX + 1];
+    struct vt_meta_io_peer peers[VT_META_NODE_MAX_PEERS];
+    char cns[VT_META_NODE_MAX_PEERS][VT_TLS_CN_MAX + 1];
     size_t np = 0;
     mn->n_peers = 0;
     for (uint32_t i = 0; i < mn->mc->n_peers; i++) {
-        const struct vt_node_meta_peer *p = &mn->mc->peers[i];
+        const struct vt_meta_peer_config *p = &mn->mc->peers[i];
         if (p->id == mn->mc->id)
             continue;
         peer_cn(mn, p->id, cns[np], sizeof(cns[np]));
@@ -496,39 +497,24 @@ register_metrics(struct vt_meta_node *mn, char *err, size_t err_len)
 static int
 mkdir_p(const char *path, char *err, size_t err_len)
 {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(buf)) {
-        snprintf(err, err_len, "meta.dir: bad length");
-        return -EINVAL;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, err_len, "meta.dir: mkdir %.300s: %s", buf, strerror(errno));
-            return -errno;
-        }
-        buf[i] = saved;
-    }
-    return 0;
+    char why[400];
+    int rc = vt_file_mkdir_p(path, 0755, why, sizeof(why));
+    if (rc != 0)
+        snprintf(err, err_len, "%s: %s", "meta.dir", why);
+    return rc;
 }
 
 struct vt_meta_node *
-vt_meta_node_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err,
-                 size_t err_len)
+vt_meta_node_new(const struct vt_meta_node_config *mc, const struct vt_cfg_tls *node_tls,
+                 struct vt_runtime *rt, char *err, size_t err_len)
 {
-    VT_ASSERT(cfg->has_meta && (cfg->has_tls || cfg->meta.has_tls));
+    VT_ASSERT(mc != NULL && (mc->has_tls || node_tls != NULL));
     struct vt_meta_node *mn = calloc(1, sizeof(*mn));
     if (mn == NULL) {
         snprintf(err, err_len, "meta: out of memory");
         return NULL;
     }
-    mn->cfg = cfg;
-    mn->mc = &cfg->meta;
+    mn->mc = mc;
     mn->rt = rt;
     mn->metrics = vt_runtime_metrics(rt);
     mn->health = vt_runtime_health(rt);
@@ -543,7 +529,7 @@ vt_meta_node_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *
         goto fail;
     /* meta.tls when present (a node running meta and data together), else
      * the node's own */
-    const struct vt_node_tls *t = cfg->meta.has_tls ? &cfg->meta.tls : &cfg->tls;
+    const struct vt_cfg_tls *t = mc->has_tls ? &mc->tls : node_tls;
     struct vt_tls_files files = {.ca_file = t->ca, .cert_file = t->cert, .key_file = t->key};
     char terr[300];
     mn->srv_ctx = vt_tls_ctx_new(&files, true, terr, sizeof(terr));

@@ -1,5 +1,5 @@
-/* Internals of the meta role shared by actors/vt_meta_node.c (raft
- * lifecycle, metrics, readiness, peer table) and actors/vt_meta_admin.c
+/* Internals of the meta role shared by meta/vt_meta_node.c (raft
+ * lifecycle, metrics, readiness, peer table) and meta/vt_meta_admin.c
  * (the admin RPC plane). Not for other modules. */
 #ifndef VT_META_NODE_INT_H
 #define VT_META_NODE_INT_H
@@ -42,8 +42,7 @@ struct vt_mn_peer {
 
 struct vt_meta_node {
     /* immutable after boot */
-    const struct vt_node_config *cfg;
-    const struct vt_node_meta *mc;
+    const struct vt_meta_node_config *mc;
     struct vt_runtime *rt;
     struct vt_tls_ctx *srv_ctx, *cli_ctx;
     struct vt_metrics *metrics;
@@ -76,7 +75,7 @@ struct vt_meta_node {
     bool ready;                       /* what /readyz says for "meta" */
     uint64_t ticks;
     struct vt_timer tick;
-    struct vt_mn_peer peers[VT_META_ADMIN_MAX_MEMBERS + VT_NODE_META_MAX_PEERS];
+    struct vt_mn_peer peers[VT_META_ADMIN_MAX_MEMBERS + VT_META_NODE_MAX_PEERS];
     uint32_t n_peers;
     struct vt_listener *admin;
     struct vt_mn_admin_conn *conns; /* every open admin connection */
