@@ -2,6 +2,7 @@
  * and the dispatch/usage helpers every command file uses (ctl.h). Each
  * command group lives in its own ctl_<group>.c and adds one row to
  * `commands` below. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -108,6 +109,9 @@ ctl_json_str(const char *s)
 int
 main(int argc, char **argv)
 {
+    /* A closed stdout (vtopctl ... | head) is a write error, not a signal,
+     * as it was when the client library ignored SIGPIPE process-wide. */
+    signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
         printf("vtopctl %s\n", VT_VERSION);
         return CTL_EXIT_OK;
