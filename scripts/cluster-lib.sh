@@ -186,16 +186,19 @@ cl_stop_all() {
 }
 
 # cl_wait_hwm NODE RANGE_CFG MIN: waits until the node's HWM for the
-# config's range reaches MIN (status JSON), at most ~20 s.
+# config's range (its range_id) reaches MIN (status JSON), at most ~20 s.
 cl_wait_hwm() {
-    local i h
+    local i h rid
+    rid=$(sed -n 's/.*range_id: *\([0-9a-fA-F-]*\).*/\1/p' "$2" | head -n 1)
     for i in $(seq 1 200); do
-        h=$("$CL_BIN/vtopctl" node status --config "$2" --json 2>/dev/null |
-            sed -n 's/.*"hwm": *\([0-9]*\).*/\1/p' | head -n 1)
+        # one JSON object per range after splitting at '{': the range's own
+        # fields (range_id, hwm) come before its replicas
+        h=$("$CL_BIN/vtopctl" node status --config "$2" --json 2>/dev/null | tr '{' '\n' |
+            grep "\"range_id\":\"$rid\"" | sed -n 's/.*"hwm": *\([0-9]*\).*/\1/p' | head -n 1)
         [ -n "$h" ] && [ "$h" -ge "$3" ] && return 0
         sleep 0.1
         : "$i"
     done
-    echo "node $1: HWM ${h:-?} did not reach $3" >&2
+    echo "node $1: HWM ${h:-?} of range $rid did not reach $3" >&2
     return 1
 }
