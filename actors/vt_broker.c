@@ -491,6 +491,7 @@ shutdown_msg(struct vt_core *core, const struct vt_msg *m)
             continue;
         if (ra->repl != NULL)
             vt_repl_range_stop(ra->repl);
+        vt_range_actor_stop(ra);
         if (ra->state == 1 && ra->log) {
             ra->state = 3; /* closing: new requests are refused */
             atomic_store(&ra->state_g, 2);

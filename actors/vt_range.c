@@ -297,6 +297,82 @@ vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
     }
 }
 
+/* ---- retention ----------------------------------------------------------------- */
+
+/* How often a range with a retention bound re-checks it without a roll
+ * (an age bound expires data with no writes; a floor held back by a slow
+ * follower moves later): an eighth of the age bound, within [1 s, 10 s]. */
+static uint64_t
+retain_period_ms(const struct vt_node_config *cfg)
+{
+    uint64_t p = cfg->limits.retention_ms ? cfg->limits.retention_ms / 8 : 10000;
+    return p < 1000 ? 1000 : p > 10000 ? 10000 : p;
+}
+
+static bool
+retention_on(const struct vt_node_config *cfg)
+{
+    return cfg->limits.retention_bytes != 0 || cfg->limits.retention_ms != 0;
+}
+
+static void retain_now(struct vt_range_actor *ra);
+
+static void
+on_retained(struct vt_rlog *l, int rc, uint32_t removed, void *arg)
+{
+    struct vt_range_actor *ra = arg;
+    RANGE_OWNED(ra);
+    ra->retaining = false;
+    atomic_store(&ra->start_g, vt_rlog_start_offset(l));
+    if (rc != 0 && rc != -ECANCELED) {
+        VT_WARN_RL(10000, "range %s: retention failed: %s", ra->b->ranges[ra->idx].ident.topic,
+                   strerror(-rc));
+        return;
+    }
+    (void)removed;
+    /* segments sealed while it ran are judged now, not at the next tick */
+    struct vt_rlog_stats st;
+    vt_rlog_stats(l, &st);
+    if (rc == 0 && st.rolls != ra->rolls_seen) {
+        ra->rolls_seen = st.rolls;
+        retain_now(ra);
+    }
+}
+
+static void
+retain_now(struct vt_range_actor *ra)
+{
+    const struct vt_node_config *cfg = ra->b->cfg;
+    if (ra->retaining || ra->stopped || ra->state != RA_READY || ra->log == NULL)
+        return;
+    uint64_t floor = ra->repl != NULL ? vt_repl_range_retain_floor(ra->repl)
+                                      : vt_rlog_committed(ra->log);
+    if (floor == 0)
+        return;
+    int rc = vt_rlog_retain(ra->log, cfg->limits.retention_bytes, cfg->limits.retention_ms,
+                            floor, on_retained, ra);
+    ra->retaining = rc == 0;
+}
+
+static void
+on_retain_tick(struct vt_core *core, struct vt_timer *t)
+{
+    struct vt_range_actor *ra = t->arg;
+    RANGE_OWNED(ra);
+    retain_now(ra);
+    if (!ra->stopped)
+        vt_timer_arm(core, &ra->retain_tick, retain_period_ms(ra->b->cfg));
+}
+
+void
+vt_range_actor_stop(struct vt_range_actor *ra)
+{
+    RANGE_OWNED(ra);
+    if (!ra->stopped && retention_on(ra->b->cfg) && ra->state == RA_READY)
+        vt_timer_cancel(vt_core_self(), &ra->retain_tick);
+    ra->stopped = true;
+}
+
 /* ---- opening ---------------------------------------------------------------- */
 
 static void
@@ -313,6 +389,16 @@ on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
     publish(ra);
     if (ra->repl != NULL)
         vt_repl_range_local_durable(ra->repl);
+    if (retention_on(ra->b->cfg)) {
+        struct vt_rlog_stats st;
+        vt_rlog_stats(ra->log, &st);
+        if (st.rolls != ra->rolls_seen && !ra->retaining) {
+            /* a segment was sealed: the bytes bound may bite (while one
+             * runs, its completion looks again) */
+            ra->rolls_seen = st.rolls;
+            retain_now(ra);
+        }
+    }
 }
 
 static void
@@ -325,6 +411,11 @@ range_ready(void *arg)
     atomic_store(&ra->pub.epoch, range_epoch(ra));
     publish(ra);
     atomic_store(&ra->state_g, RA_READY);
+    if (retention_on(ra->b->cfg) && !ra->stopped) {
+        vt_timer_init(&ra->retain_tick, on_retain_tick, ra);
+        vt_timer_arm(vt_core_self(), &ra->retain_tick, retain_period_ms(ra->b->cfg));
+        retain_now(ra); /* a range reopened over its bound trims at once */
+    }
     if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
         vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
 }

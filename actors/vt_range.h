@@ -66,6 +66,11 @@ struct vt_range_actor {
     int state;                /* 0 opening, 1 ready, 2 failed, 3 closing */
     uint64_t fencing_epoch;   /* single-node ranges: the epoch this node writes */
     struct vt_repl_range *repl; /* replicated ranges only */
+    /* retention (limits.retention_bytes / retention_age): after a roll and
+     * on a timer, one vt_rlog_retain at a time */
+    struct vt_timer retain_tick;
+    uint64_t rolls_seen;
+    bool retaining, stopped;
     /* single writer: this core; read racily by status and metrics
      * (pub.epoch/hwm and the followers are written by the replication half) */
     _Atomic uint64_t start_g;
@@ -77,6 +82,8 @@ struct vt_range_actor *vt_range_actor_new(struct vt_broker *b, uint32_t idx);
 void vt_range_actor_free(struct vt_range_actor *ra);
 /* On the owning core: opens the range log (recovery on the I/O thread). */
 void vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core);
+/* On the owning core at shutdown, before its log closes: stops its timers. */
+void vt_range_actor_stop(struct vt_range_actor *ra);
 
 /* On a session's core: routes `r` to its range's core (or runs it here).
  * The answer arrives through r->done on this core. */

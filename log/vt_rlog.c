@@ -396,6 +396,9 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     case VT_RLOG__JOB_CTL:
         vt_rlog__ctl_done(l);
         break;
+    case VT_RLOG__JOB_RETAIN:
+        vt_rlog__retain_done(l);
+        break;
     }
     vt_rlog__kick(l);
 }
@@ -435,7 +438,18 @@ vt_rlog__kick(struct vt_rlog *l)
             vt_rlog__ctl_abort(l, rc);
         return;
     }
-    if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE) {
+    if (l->poisoned && l->ret.queued && !l->ret.submitted)
+        vt_rlog__retain_abort(l, -EIO);
+    if (l->job_busy) /* the abort's callback started something */
+        return;
+    if (!l->poisoned && !l->recovering && l->ret.queued && !l->ret.submitted) {
+        if (vt_rlog__retain_submit(l) != 0)
+            VT_WARN_RL(5000, "range log %s: I/O queue full: retention waits for the next "
+                       "completion", l->cfg.dir);
+        return;
+    }
+    if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE &&
+        !l->ret.queued) {
         int rc = vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job);
         VT_ASSERT(rc == 0); /* nothing of ours is queued, so the slot is free */
     }
@@ -762,6 +776,8 @@ vt_rlog_close(struct vt_rlog *l, vt_rlog_closed_cb *cb, void *arg)
     l->closed_arg = arg;
     if (l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted)
         vt_rlog__ctl_abort(l, -ECANCELED);
+    if (l->ret.queued && !l->ret.submitted)
+        vt_rlog__retain_abort(l, -ECANCELED);
     if (l->poisoned) { /* nothing more will be written */
         buf_clear(&l->pending);
         vt_rlog__fire_waiters(l, -EIO);

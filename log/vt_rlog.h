@@ -182,6 +182,24 @@ int vt_rlog_adopt_epoch(struct vt_rlog *l, uint64_t epoch, vt_rlog_epoch_cb *cb,
 int vt_rlog_truncate(struct vt_rlog *l, uint64_t offset, uint64_t floor,
                      vt_rlog_truncate_cb *cb, void *arg) VT_MUST_USE;
 
+typedef void vt_rlog_retain_cb(struct vt_rlog *l, int rc, uint32_t segments_removed, void *arg);
+
+/* Retention: removes whole sealed segments from the front of the range
+ * while it holds more than `max_bytes` (0 = no byte bound) or a segment's
+ * newest record is older than now - `max_age_ms` (0 = no age bound; now is
+ * the wall clock at this call), never a segment reaching `floor` or the
+ * committed offset (the caller's floor: what readers and followers may
+ * still need). Runs on the I/O thread as its own job, after the pending
+ * group; appends and reads are not refused meanwhile (a read below the new
+ * start gets -ERANGE). Under a durable retention intent, so a crash in the
+ * middle finishes it at the next open. Returns 0 (cb will run), or
+ * synchronously -EBUSY (one is already queued or running), -EIO (poisoned),
+ * -ECANCELED (closing). cb's rc: 0 (segments_removed may be 0), -ECANCELED
+ * (closed while queued), or the segment set's error (the log is poisoned
+ * when a write failed half way). */
+int vt_rlog_retain(struct vt_rlog *l, uint64_t max_bytes, uint64_t max_age_ms, uint64_t floor,
+                   vt_rlog_retain_cb *cb, void *arg) VT_MUST_USE;
+
 /* The held fencing epoch, as durable after the last completed job. */
 uint64_t vt_rlog_held_epoch(const struct vt_rlog *l);
 /* Same as vt_rlog_held_epoch (the fence writers are checked against). */

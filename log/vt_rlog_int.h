@@ -42,7 +42,18 @@ struct vt_rlog__batch_buf {
 };
 
 enum vt_rlog__job { VT_RLOG__JOB_OPEN = 1, VT_RLOG__JOB_COMMIT, VT_RLOG__JOB_CLOSE,
-                    VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL };
+                    VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL, VT_RLOG__JOB_RETAIN };
+
+/* A queued retention (vt_rlog_retain): runs as its own job once the slot is
+ * free and no group is pending; appends are never refused for it. The core
+ * writes it before submission; the I/O thread only reads the bounds. */
+struct vt_rlog__retain {
+    bool queued, submitted;
+    uint64_t max_bytes, max_age_ms, floor;
+    int64_t now_ms;
+    vt_rlog_retain_cb *cb;
+    void *arg;
+};
 
 enum vt_rlog__ctl_kind { VT_RLOG__CTL_NONE = 0, VT_RLOG__CTL_BEGIN, VT_RLOG__CTL_ADOPT,
                          VT_RLOG__CTL_TRUNCATE };
@@ -88,11 +99,12 @@ struct vt_rlog {
     struct vt_io_req req;
     enum vt_rlog__job kind;
     struct vt_rlog__ctl ctl;
+    struct vt_rlog__retain ret;
     /* job results, written by the I/O thread, read after completion */
     int job_rc;
     struct vt_log_err job_err;
     uint64_t job_committed, job_next, job_start, job_held, job_removed;
-    uint32_t job_rolls;
+    uint32_t job_rolls, job_retained;
     bool job_held_stored; /* epoch job: the held file was replaced */
     bool job_dirty;       /* a control job changed state on disk before failing */
     struct vt_segset_recovery rec;
@@ -104,6 +116,15 @@ struct vt_rlog {
     void *closed_arg;
     struct vt_rlog_stats stats;
 };
+
+/* ---- vt_rlog_retain.c ------------------------------------------------ */
+
+/* Submits the queued retention (the slot is free, nothing pending). */
+int vt_rlog__retain_submit(struct vt_rlog *l) VT_MUST_USE;
+/* Its completion, on the core. */
+void vt_rlog__retain_done(struct vt_rlog *l);
+/* Ends a queued, unsubmitted retention with rc (closing, poisoned). */
+void vt_rlog__retain_abort(struct vt_rlog *l, int rc);
 
 /* ---- vt_rlog.c --------------------------------------------------------- */
 

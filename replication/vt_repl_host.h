@@ -158,6 +158,12 @@ struct vt_repl_waiter {
  * overloaded, fenced). `batch` must stay valid until w->done. */
 void vt_repl_range_produce(struct vt_repl_range *rr, struct vt_core *core, uint8_t *batch,
                            uint32_t batch_len, struct vt_repl_waiter *w);
+/* The offset below which retention may remove this replica's records: a
+ * leader keeps everything a configured follower has not acknowledged as
+ * durable (a follower can only catch up from the log until sealed-segment
+ * repair exists) and everything above the HWM; a follower keeps what is
+ * above the HWM it knows. 0 while the range is not serving. */
+uint64_t vt_repl_range_retain_floor(const struct vt_repl_range *rr);
 /* After each local commit (the range log's on_commit hook). */
 void vt_repl_range_local_durable(struct vt_repl_range *rr);
 /* Shutdown: fails quorum waiters, stops timers; replica requests are

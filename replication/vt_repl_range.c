@@ -67,6 +67,26 @@ vt_repl_range_hwm(const struct vt_repl_range *rr)
     return rr->hwm_raw < committed ? rr->hwm_raw : committed;
 }
 
+uint64_t
+vt_repl_range_retain_floor(const struct vt_repl_range *rr)
+{
+    VT_REPL_OWNED(rr);
+    if (rr->state != VT_RR_READY || rr->log == NULL || rr->stopped)
+        return 0;
+    uint64_t floor = vt_repl_range_hwm(rr);
+    if (!rr->cfg.leader)
+        return floor;
+    if (rr->lead == NULL)
+        return 0; /* deposed before it led: keep everything */
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        struct vt_repl_follower_view v;
+        vt_repl_leader_view(rr->lead, f, &v);
+        if (v.durable < floor)
+            floor = v.durable;
+    }
+    return floor;
+}
+
 static void
 publish_followers(struct vt_repl_range *rr)
 {
