@@ -419,6 +419,8 @@ open_listener(struct vt_broker *b, struct vt_core *core, uint16_t port)
     struct vt_broker_core *bc = b->cores[vt_core_id(core)];
     char err[256];
     bc->core = core;
+    if (bc->shutting_down)
+        return; /* core 0's "listen" arrived after the shutdown: stay closed */
     bc->listener = vt_listener_open(core, b->cfg->native.listen.host, port, b->tls, &b->policy,
                                     vt_session_accept, bc, err, sizeof(err));
     if (bc->listener == NULL) {
@@ -531,8 +533,8 @@ vt_broker_free(struct vt_broker *b)
         vt_range_actor_free(b->ranges[i].actor);
     free(b->ranges);
     for (unsigned c = 0; b->cores && c < vt_runtime_cores(b->rt); c++) {
-        if (b->cores[c] && b->cores[c]->listener)
-            vt_listener_close(b->cores[c]->listener);
+        if (b->cores[c]) /* closed by its core at shutdown unless start-up failed */
+            vt_listener_discard(b->cores[c]->listener);
         free(b->cores[c]);
     }
     free(b->cores);

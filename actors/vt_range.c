@@ -299,6 +299,8 @@ vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
 
 /* ---- retention ----------------------------------------------------------------- */
 
+#define OPEN_RETRY_MS 5u
+
 /* How often a range with a retention bound re-checks it without a roll
  * (an age bound expires data with no writes; a floor held back by a slow
  * follower moves later): an eighth of the age bound, within [1 s, 10 s]. */
@@ -368,8 +370,11 @@ void
 vt_range_actor_stop(struct vt_range_actor *ra)
 {
     RANGE_OWNED(ra);
-    if (!ra->stopped && retention_on(ra->b->cfg) && ra->state == RA_READY)
+    /* one timer at a time: the open retry before the range is ready, the
+     * retention tick after */
+    if (!ra->stopped && (ra->open_waiting || (retention_on(ra->b->cfg) && ra->state == RA_READY)))
         vt_timer_cancel(vt_core_self(), &ra->retain_tick);
+    ra->open_waiting = false;
     ra->stopped = true;
 }
 
@@ -472,6 +477,8 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         single_begun(l, brc, ra);
 }
 
+static void on_open_retry(struct vt_core *core, struct vt_timer *t);
+
 void
 vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
 {
@@ -495,9 +502,28 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
     rc.on_commit_arg = ra;
     struct vt_rlog *l;
     int rc2 = vt_rlog_open(core, &rc, on_open, ra, &l);
+    if (rc2 == -EAGAIN && !ra->stopped) {
+        /* the core's I/O ring is full of other ranges' opens: backpressure,
+         * not a failure; try again once some of them are done */
+        vt_timer_init(&ra->retain_tick, on_open_retry, ra);
+        vt_timer_arm(core, &ra->retain_tick, OPEN_RETRY_MS);
+        ra->open_waiting = true;
+        return;
+    }
     if (rc2 != 0) {
         VT_ERROR("range %s: cannot start opening: %s", br->ident.topic, strerror(-rc2));
         ra->state = RA_FAILED;
+        atomic_store(&ra->state_g, RA_FAILED);
         atomic_store(&ra->b->start_failed, 1);
     }
+}
+
+static void
+on_open_retry(struct vt_core *core, struct vt_timer *t)
+{
+    struct vt_range_actor *ra = t->arg;
+    RANGE_OWNED(ra);
+    ra->open_waiting = false;
+    if (!ra->stopped)
+        vt_range_actor_start(ra, core);
 }

@@ -67,10 +67,11 @@ struct vt_range_actor {
     uint64_t fencing_epoch;   /* single-node ranges: the epoch this node writes */
     struct vt_repl_range *repl; /* replicated ranges only */
     /* retention (limits.retention_bytes / retention_age): after a roll and
-     * on a timer, one vt_rlog_retain at a time */
+     * on a timer, one vt_rlog_retain at a time. Before the range opened the
+     * same timer retries an open the I/O ring had no room for. */
     struct vt_timer retain_tick;
     uint64_t rolls_seen;
-    bool retaining, stopped;
+    bool retaining, stopped, open_waiting;
     /* single writer: this core; read racily by status and metrics
      * (pub.epoch/hwm and the followers are written by the replication half) */
     _Atomic uint64_t start_g;

@@ -259,6 +259,8 @@ buf_clear(struct vt_rlog__batch_buf *b)
 static void
 free_rlog(struct vt_rlog *l)
 {
+    if (l->kick_armed)
+        vt_timer_cancel(l->core, &l->kick_retry);
     vt_producers_free(l->prod);
     vt_producers_free(l->job_prod);
     free(l->pending.p);
@@ -403,6 +405,28 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     vt_rlog__kick(l);
 }
 
+#define KICK_RETRY_MS 2u
+
+static void
+on_kick_retry(struct vt_core *c, struct vt_timer *t)
+{
+    (void)c;
+    struct vt_rlog *l = t->arg;
+    l->kick_armed = false;
+    vt_rlog__kick(l);
+}
+
+/* The I/O ring was full: try the next job again shortly (its completions
+ * usually kick first; this covers a ring full of other ranges' jobs). */
+static void
+kick_later(struct vt_rlog *l)
+{
+    if (l->kick_armed)
+        return;
+    l->kick_armed = true;
+    vt_timer_arm(l->core, &l->kick_retry, KICK_RETRY_MS);
+}
+
 static void
 start_commit(struct vt_rlog *l)
 {
@@ -412,10 +436,11 @@ start_commit(struct vt_rlog *l)
     l->flight = l->pending;
     l->pending = t;
     if (vt_rlog__submit(l, VT_RLOG__JOB_COMMIT, commit_job) != 0) {
-        /* I/O queue full (reads hold it): undo; the next completion retries */
+        /* I/O queue full: undo; retried by the next completion or shortly */
         t = l->flight;
         l->flight = l->pending;
         l->pending = t;
+        kick_later(l);
     }
 }
 
@@ -444,14 +469,13 @@ vt_rlog__kick(struct vt_rlog *l)
         return;
     if (!l->poisoned && !l->recovering && l->ret.queued && !l->ret.submitted) {
         if (vt_rlog__retain_submit(l) != 0)
-            VT_WARN_RL(5000, "range log %s: I/O queue full: retention waits for the next "
-                       "completion", l->cfg.dir);
+            kick_later(l); /* I/O queue full */
         return;
     }
     if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE &&
         !l->ret.queued) {
-        int rc = vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job);
-        VT_ASSERT(rc == 0); /* nothing of ours is queued, so the slot is free */
+        if (vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job) != 0)
+            kick_later(l); /* the core's I/O ring is full of other ranges' jobs */
     }
 }
 
@@ -744,6 +768,7 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
     l->core = core;
     l->cfg = *cfg;
     l->hold_above = UINT64_MAX;
+    vt_timer_init(&l->kick_retry, on_kick_retry, l);
     if (l->cfg.max_pending_bytes == 0)
         l->cfg.max_pending_bytes = 64ull << 20;
     if (l->cfg.max_waiters == 0)

@@ -100,6 +100,10 @@ struct vt_rlog {
     enum vt_rlog__job kind;
     struct vt_rlog__ctl ctl;
     struct vt_rlog__retain ret;
+    /* a job the I/O ring had no room for is tried again by this timer (the
+     * ring is backpressure: nothing fails because it is momentarily full) */
+    struct vt_timer kick_retry;
+    bool kick_armed;
     /* job results, written by the I/O thread, read after completion */
     int job_rc;
     struct vt_log_err job_err;

@@ -165,8 +165,7 @@ vt_repl_node_free(struct vt_repl_node *n)
         for (uint32_t p = 0; rc->links && p < n->cfg.n_peers; p++)
             free(rc->links[p]);
         free(rc->links);
-        if (rc->listener)
-            vt_listener_close(rc->listener);
+        vt_listener_discard(rc->listener); /* its core closed it unless start-up failed */
         free(rc->hist);
         free(rc->buf);
         free(rc);

@@ -201,6 +201,10 @@ uint16_t vt_listener_port(const struct vt_listener *l);
 /* Stops accepting and closes the socket. Connections already accepted live
  * on. Core only. */
 void vt_listener_close(struct vt_listener *l);
+/* Main thread, after the runtime stopped (vt_runtime_wait returned): releases
+ * a listener its core never closed (a start-up failure or a shutdown that
+ * timed out). NULL or an already closed listener is a no-op. */
+void vt_listener_discard(struct vt_listener *l);
 
 struct vt_listener_stats {
     uint64_t accepted; /* TCP connections accepted */

@@ -374,6 +374,20 @@ fail:
     return NULL;
 }
 
+void
+vt_listener_discard(struct vt_listener *l)
+{
+    if (l == NULL || l->closed)
+        return;
+    VT_ASSERT(vt_core_self() == NULL); /* no reactor runs: nothing else touches it */
+    l->closed = true;
+    l->watching = false;
+    close(l->fd);
+    l->fd = -1;
+    if (--l->refs == 0)
+        listener_free(l);
+}
+
 uint16_t
 vt_listener_port(const struct vt_listener *l)
 {
