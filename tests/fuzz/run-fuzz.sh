@@ -51,7 +51,11 @@ META=("$SRC/meta/vt_meta_wire.c" "$SRC/runtime/vt_frame.c")
 # meta_admin needs the admin RPC codecs, the command codec and the host:port parser.
 ADMIN=("$SRC/meta/vt_meta_admin_proto.c" "$SRC/meta/vt_meta_codec.c"
        "$SRC/runtime/vt_config_scalar.c")
-targets=(batch manifest repl_proto meta_admin)
+# proto needs the client-plane codecs, the Error body codec and the frame
+# limits they negotiate; frame only the frame codec (CRC32C is in COMMON).
+PROTO=("$SRC/proto/vt_proto.c" "$SRC/proto/vt_proto_err.c" "$SRC/runtime/vt_frame.c")
+FRAME=("$SRC/runtime/vt_frame.c")
+targets=(batch manifest repl_proto meta_admin proto frame)
 if [ -e /usr/include/raft.h ]; then
     targets+=(meta_wire)
 else
@@ -85,6 +89,18 @@ if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_META_ADMIN_SEEDS "${COMMON[@]}" "${ADMIN[
     exit 1
 fi
 
+# And the proto and frame ones.
+if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_PROTO_SEEDS "${COMMON[@]}" "${PROTO[@]}" \
+        "$SRC/tests/fuzz/fuzz_proto.c" "${LIBS[@]}" -o "$out/fuzz_proto_seeds"; then
+    echo "FAIL: building the proto seed writer"
+    exit 1
+fi
+if ! "$CLANG" "${CFLAGS[@]}" -DVT_FUZZ_FRAME_SEEDS "${COMMON[@]}" "${FRAME[@]}" \
+        "$SRC/tests/fuzz/fuzz_frame.c" "${LIBS[@]}" -o "$out/fuzz_frame_seeds"; then
+    echo "FAIL: building the frame seed writer"
+    exit 1
+fi
+
 status=0
 for target in "${targets[@]}"; do
     bin=$out/fuzz_$target
@@ -101,6 +117,12 @@ for target in "${targets[@]}"; do
     elif [ "$target" = meta_admin ]; then
         extra=("${ADMIN[@]}")
         seeder=("$out/fuzz_meta_admin_seeds")
+    elif [ "$target" = proto ]; then
+        extra=("${PROTO[@]}")
+        seeder=("$out/fuzz_proto_seeds")
+    elif [ "$target" = frame ]; then
+        extra=("${FRAME[@]}")
+        seeder=("$out/fuzz_frame_seeds")
     fi
     if ! "$CLANG" "${CFLAGS[@]}" "${SAN[@]}" "${COMMON[@]}" "${extra[@]}" \
             "$SRC/tests/fuzz/fuzz_$target.c" "${LIBS[@]}" "${extra_libs[@]}" -o "$bin"; then
