@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -583,6 +584,48 @@ const struct vt_cfg_schema vt_node_config_schema = {.name = "node config",
                                                     .n_fields = VT_ARRAY_LEN(node_fields),
                                                     .validate_at = node_validate};
 
+/* One path member made relative to the config file's directory. */
+static int
+resolve_one(const char *cfg_path, struct vt_node_config *cfg, char **member, const char *key,
+            struct vt_cfg_error *err)
+{
+    int rc = vt_cfg_path_resolve(member, cfg_path);
+    if (rc == -ENAMETOOLONG)
+        return vt_cfg_lines_fail(&cfg->lines, err, key, "path '%.64s...' joined to the config "
+                                 "file's directory is %d bytes or longer", *member, PATH_MAX);
+    if (rc != 0) {
+        (void)vt_cfg_lines_fail(&cfg->lines, err, key, "out of memory");
+        return rc;
+    }
+    return 0;
+}
+
+/* Relative paths in the file are relative to the file, not to the working directory. */
+static int
+resolve_paths(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
+{
+    struct {
+        char **member;
+        const char *key;
+        bool present;
+    } p[] = {
+        {&cfg->data_dir, "data_dir", true},
+        {&cfg->tls.ca, "tls.ca", cfg->has_tls},
+        {&cfg->tls.cert, "tls.cert", cfg->has_tls},
+        {&cfg->tls.key, "tls.key", cfg->has_tls},
+        {&cfg->meta.dir, "meta.dir", cfg->has_meta},
+        {&cfg->meta.tls.ca, "meta.tls.ca", cfg->has_meta && cfg->meta.has_tls},
+        {&cfg->meta.tls.cert, "meta.tls.cert", cfg->has_meta && cfg->meta.has_tls},
+        {&cfg->meta.tls.key, "meta.tls.key", cfg->has_meta && cfg->meta.has_tls},
+    };
+    for (size_t i = 0; i < VT_ARRAY_LEN(p); i++) {
+        int rc = p[i].present ? resolve_one(path, cfg, p[i].member, p[i].key, err) : 0;
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 int
 vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
 {
@@ -613,21 +656,25 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                             .process_bytes = 512ull << 20};
     cfg->meta = (struct vt_meta_node_config){.election_timeout_ms = 300, .heartbeat_timeout_ms = 60,
                                       .snapshot_threshold = 4096};
-    int rc = vt_cfg_load_file(path, &vt_node_config_schema, cfg, err);
-    if (rc != 0 || !cfg->has_meta || cfg->meta.dir != NULL)
-        return rc;
-    char dir[4100];
-    snprintf(dir, sizeof(dir), "%s/meta", cfg->data_dir);
-    if (vt_cfg_str_default(&cfg->meta.dir, dir) != 0) {
-        vt_node_config_free(cfg);
-        snprintf(err->msg, sizeof(err->msg), "%s: out of memory", path);
-        return -ENOMEM;
+    int rc = vt_cfg_load_file_lines(path, &vt_node_config_schema, cfg, err, &cfg->lines);
+    if (rc == 0)
+        rc = resolve_paths(path, cfg, err);
+    if (rc == 0 && cfg->has_meta && cfg->meta.dir == NULL) {
+        char dir[4100];
+        snprintf(dir, sizeof(dir), "%s/meta", cfg->data_dir);
+        if (vt_cfg_str_default(&cfg->meta.dir, dir) != 0) {
+            (void)vt_cfg_lines_fail(&cfg->lines, err, "meta.dir", "out of memory");
+            rc = -ENOMEM;
+        }
     }
-    return 0;
+    if (rc != 0)
+        vt_node_config_free(cfg);
+    return rc;
 }
 
 void
 vt_node_config_free(struct vt_node_config *cfg)
 {
     vt_cfg_free(&vt_node_config_schema, cfg);
+    vt_cfg_lines_free(&cfg->lines);
 }

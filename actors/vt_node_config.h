@@ -9,7 +9,6 @@
 #include "vt_config.h"
 #include "vt_config_tls.h"
 #include "vt_meta_node.h"
-#include "vt_config_tls.h"
 
 struct vt_node_runtime_config {
     uint32_t cores;              /* 0 = online CPUs */
@@ -135,11 +134,15 @@ struct vt_node_config {
     struct vt_node_budgets budgets;
     struct vt_meta_node_config meta; /* the meta role (meta/vt_meta_node.h) */
     bool has_meta;
+    struct vt_cfg_lines lines; /* where each key is in the file, for vt_node_config_check */
 };
 
 extern const struct vt_cfg_schema vt_node_config_schema;
 
-/* Fills defaults, then loads `path`. 0, or -errno with `err` naming file, line and key. */
+/* Fills defaults, then loads `path` (schema and cross-field rules, each refusal at the
+ * offending key's line) and makes the relative paths of data_dir, meta.dir and the tls blocks
+ * relative to the directory of `path`. 0, or -errno with `err` naming file, line and key.
+ * Main thread. */
 int vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
     VT_MUST_USE;
 void vt_node_config_free(struct vt_node_config *cfg);

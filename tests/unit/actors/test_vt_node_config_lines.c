@@ -1,7 +1,7 @@
 /* vtop-node config: cross-field refusals point at the line of the offending
  * key (not line 1 or the block's first line) and err.key names it; listener
  * clashes name both keys; listener and peer hosts are numeric-only, refused
- * at load time with file:line:key. */
+ * at load time with file:line:key; relative paths follow the config file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -238,6 +238,45 @@ test_node_config_hosts_are_numeric_only(void **state)
               11, "meta.admin_listen", "listen and admin_listen hosts must be numeric IPv4/IPv6");
 }
 
+static void
+test_node_config_relative_paths_follow_the_config_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/vtop-cfg-rel-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char file[128], want[160];
+    snprintf(file, sizeof(file), "%s/node.yaml", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("node_id: 1\nnode_uuid: " N1 "\ncluster_id: 6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71\n"
+          "data_dir: data\nobservability: {listen: 127.0.0.1:0}\n"
+          "tls: {ca: certs/ca.pem, cert: /abs/n1.pem, key: ../n1.key}\n"
+          "meta: {id: 1, listen: 127.0.0.1:7000, admin_listen: 127.0.0.1:7001,\n"
+          "       tls: {ca: m/ca.pem, cert: m/1.pem, key: m/1.key}}\n",
+          f);
+    fclose(f);
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    assert_int_equal(vt_node_config_load(file, &cfg, &err), 0);
+    snprintf(want, sizeof(want), "%s/data", dir);
+    assert_string_equal(cfg.data_dir, want);
+    snprintf(want, sizeof(want), "%s/data/meta", dir); /* the default follows data_dir */
+    assert_string_equal(cfg.meta.dir, want);
+    snprintf(want, sizeof(want), "%s/certs/ca.pem", dir);
+    assert_string_equal(cfg.tls.ca, want);
+    assert_string_equal(cfg.tls.cert, "/abs/n1.pem"); /* absolute: as written */
+    snprintf(want, sizeof(want), "%s/../n1.key", dir);
+    assert_string_equal(cfg.tls.key, want);
+    snprintf(want, sizeof(want), "%s/m/1.pem", dir);
+    assert_string_equal(cfg.meta.tls.cert, want);
+    /* the line table outlives the load, for the checks that follow it */
+    assert_int_equal(vt_cfg_lines_find(&cfg.lines, "meta.tls.cert"), 8);
+    vt_node_config_free(&cfg);
+    assert_null(cfg.lines.v);
+    unlink(file);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -247,6 +286,7 @@ main(void)
         cmocka_unit_test(test_node_config_limit_rules_point_at_the_key),
         cmocka_unit_test(test_node_config_listener_clashes_name_both_keys),
         cmocka_unit_test(test_node_config_hosts_are_numeric_only),
+        cmocka_unit_test(test_node_config_relative_paths_follow_the_config_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
