@@ -8,8 +8,8 @@
 
 #include "vt_config.h"
 #include "vt_config_tls.h"
+#include "vt_file.h"
 #include "vt_meta_node.h"
-#include "vt_config_tls.h"
 
 struct vt_node_runtime_config {
     uint32_t cores;              /* 0 = online CPUs */
@@ -135,13 +135,41 @@ struct vt_node_config {
     struct vt_node_budgets budgets;
     struct vt_meta_node_config meta; /* the meta role (meta/vt_meta_node.h) */
     bool has_meta;
+    struct vt_cfg_lines lines; /* where each key is in the file, for vt_node_config_check */
 };
 
 extern const struct vt_cfg_schema vt_node_config_schema;
 
-/* Fills defaults, then loads `path`. 0, or -errno with `err` naming file, line and key. */
+/* Fills defaults, then loads `path` (schema and cross-field rules, each refusal at the
+ * offending key's line) and makes the relative paths of data_dir, meta.dir and the tls blocks
+ * relative to the directory of `path`. 0, or -errno with `err` naming file, line and key.
+ * Main thread. */
 int vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
     VT_MUST_USE;
 void vt_node_config_free(struct vt_node_config *cfg);
+
+/* What vt_node_config_check asks of the system; tests replace it. NULL = the real one. */
+struct vt_node_check_env {
+    int64_t now_s;                     /* certificates must be valid then; 0 = now */
+    vt_file_free_bytes_fn *free_bytes; /* free space of a file system; NULL = statvfs */
+};
+
+#define VT_NODE_CHECK_MAX_WARNINGS 8u
+
+/* Things that do not stop a start but must be said (an empty authorization list). */
+struct vt_node_check_warnings {
+    unsigned n;
+    char msg[VT_NODE_CHECK_MAX_WARNINGS][512]; /* "FILE:LINE: key 'K': why" */
+};
+
+/* The checks of a loaded config that need the environment, run by --check-config and before
+ * anything starts (one code path): VTOP_LOG_LEVEL / VTOP_LOG_FORMAT; the files of every tls block
+ * (vt_tls_check_files: readable PEM, key matches, chains to tls.ca, valid now, CN = node_uuid for
+ * the data role or the decimal meta.id for the meta role); data_dir and meta.dir
+ * (vt_file_dir_check, room for one limits.max_segment). 0, or -EINVAL with `err` naming file,
+ * line and key (the environment variable for the first check). `warn` (may be NULL) collects the
+ * warnings. Blocking file reads: main thread, never a reactor. */
+int vt_node_config_check(const struct vt_node_config *cfg, const struct vt_node_check_env *env,
+                         struct vt_cfg_error *err, struct vt_node_check_warnings *warn) VT_MUST_USE;
 
 #endif

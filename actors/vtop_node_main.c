@@ -42,9 +42,10 @@ usage(FILE *f)
                "Runs a vtop node from a YAML config (see docs/OPERATIONS.md).\n"
                "With a `native:` block the node serves the native protocol (docs/PROTOCOL.md)\n"
                "for the ranges it hosts.\n"
-               "--check-config validates FILE and exits 0 (ok) or 2 (the error names the\n"
-               "file, line and key). Logs go to stderr (VTOP_LOG_FORMAT=json|text,\n"
-               "VTOP_LOG_LEVEL=debug|info|warn|error override the config).\n");
+               "--check-config runs the checks start-up runs (the schema, tls files and\n"
+               "identities, data directories, the environment) and exits 0 (ok) or 2 (the\n"
+               "error names the file, line and key). Logs go to stderr (VTOP_LOG_FORMAT=\n"
+               "json|text, VTOP_LOG_LEVEL=debug|info|warn|error override the config).\n");
 }
 
 static int
@@ -232,6 +233,21 @@ node_stop(struct node *nd)
     vt_runtime_free(nd->rt);
 }
 
+/* --check-config and --config alike: load, then every check that needs the environment, before
+ * anything starts. 0, or the error is printed (the caller exits 2). */
+static int
+load_config(const char *path, struct vt_node_config *cfg, struct vt_node_check_warnings *warn)
+{
+    struct vt_cfg_error cerr;
+    if (vt_node_config_load(path, cfg, &cerr) != 0 ||
+        vt_node_config_check(cfg, NULL, &cerr, warn) != 0) {
+        fprintf(stderr, "vtop-node: %s\n", cerr.msg);
+        vt_node_config_free(cfg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -248,13 +264,12 @@ main(int argc, char **argv)
         return 2;
     }
     struct node nd = {0};
-    struct vt_cfg_error cerr;
-    if (vt_node_config_load(argv[2], &nd.cfg, &cerr) != 0) {
-        fprintf(stderr, "vtop-node: %s\n", cerr.msg);
-        vt_node_config_free(&nd.cfg);
+    struct vt_node_check_warnings warn;
+    if (load_config(argv[2], &nd.cfg, &warn) != 0)
         return 2;
-    }
     if (!strcmp(argv[1], "--check-config")) {
+        for (unsigned i = 0; i < warn.n; i++)
+            fprintf(stderr, "vtop-node: warning: %s\n", warn.msg[i]);
         printf("%s: ok\n", argv[2]);
         vt_node_config_free(&nd.cfg);
         return 0;
@@ -269,6 +284,8 @@ main(int argc, char **argv)
     apply_log_config(&nd.cfg);
     if (vt_diag_start() != 0)
         fprintf(stderr, "vtop-node: diagnostics writer did not start; logging synchronously\n");
+    for (unsigned i = 0; i < warn.n; i++)
+        VT_WARN("%s", warn.msg[i]);
     int rc = node_start(&nd);
     if (rc == 0) {
         int sig = 0;

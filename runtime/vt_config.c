@@ -180,34 +180,62 @@ cfg_load_doc(struct vt_cfg_ctx *c, const struct vt_cfg_schema *s, void *out)
 
 static void
 cfg_begin(struct vt_cfg_ctx *c, const char *name, const struct vt_cfg_schema *s, const void *out,
-          struct vt_cfg_error *err)
+          struct vt_cfg_error *err, struct vt_cfg_lines *lines)
 {
-    VT_ASSERT(name && s && out && err);
+    VT_ASSERT(name && s && out && err && lines);
     vt_cfg__assert_unowned(s, out);
     memset(err, 0, sizeof(*err));
     cfg_copy_trunc(err->file, sizeof(err->file), name, strlen(name));
     memset(c, 0, sizeof(*c));
     c->err = err;
+    memset(lines, 0, sizeof(*lines));
+    memcpy(lines->file, err->file, sizeof(lines->file));
+    c->lines = lines;
+}
+
+/* The end of a load: on failure everything is released; on success the line table goes to
+ * the caller if it asked for one. */
+static int
+cfg_finish(struct vt_cfg_ctx *c, const struct vt_cfg_schema *s, void *out,
+           struct vt_cfg_error *err, struct vt_cfg_lines *want, int rc)
+{
+    if (rc) {
+        vt_cfg__release(s, out, true);
+        vt_cfg_lines_free(c->lines);
+        return rc;
+    }
+    memset(err, 0, sizeof(*err));
+    if (want)
+        *want = *c->lines; /* the caller owns the table now */
+    else
+        vt_cfg_lines_free(c->lines);
+    return 0;
+}
+
+int
+vt_cfg_load_string_lines(const char *name, const char *text, size_t len,
+                         const struct vt_cfg_schema *schema, void *out, struct vt_cfg_error *err,
+                         struct vt_cfg_lines *lines)
+{
+    struct vt_cfg_ctx c;
+    struct vt_cfg_lines own;
+    int rc;
+
+    VT_ASSERT(text || len == 0);
+    if (lines)
+        VT_ASSERT(lines->v == NULL && lines->text == NULL); /* a table would leak */
+    cfg_begin(&c, name, schema, out, err, &own);
+    c.text = text;
+    c.text_len = len;
+    rc = cfg_load_doc(&c, schema, out);
+    return cfg_finish(&c, schema, out, err, lines, rc);
 }
 
 int
 vt_cfg_load_string(const char *name, const char *text, size_t len,
                    const struct vt_cfg_schema *schema, void *out, struct vt_cfg_error *err)
 {
-    struct vt_cfg_ctx c;
-    int rc;
-
-    VT_ASSERT(text || len == 0);
-    cfg_begin(&c, name, schema, out, err);
-    c.text = text;
-    c.text_len = len;
-    rc = cfg_load_doc(&c, schema, out);
-    if (rc) {
-        vt_cfg__release(schema, out, true);
-        return rc;
-    }
-    memset(err, 0, sizeof(*err));
-    return 0;
+    return vt_cfg_load_string_lines(name, text, len, schema, out, err, NULL);
 }
 
 /* Reads at most VT_CFG_MAX_INPUT_BYTES of `path` into a malloc'd buffer. */
@@ -261,15 +289,18 @@ cfg_read_file(struct vt_cfg_ctx *c, const char *path, char **buf_out, size_t *le
 }
 
 int
-vt_cfg_load_file(const char *path, const struct vt_cfg_schema *schema, void *out,
-                 struct vt_cfg_error *err)
+vt_cfg_load_file_lines(const char *path, const struct vt_cfg_schema *schema, void *out,
+                       struct vt_cfg_error *err, struct vt_cfg_lines *lines)
 {
     struct vt_cfg_ctx c;
+    struct vt_cfg_lines own;
     char *buf = NULL;
     size_t len = 0;
     int rc;
 
-    cfg_begin(&c, path, schema, out, err);
+    if (lines)
+        VT_ASSERT(lines->v == NULL && lines->text == NULL); /* a table would leak */
+    cfg_begin(&c, path, schema, out, err, &own);
     rc = cfg_read_file(&c, path, &buf, &len);
     if (rc == 0) {
         c.text = buf;
@@ -277,12 +308,14 @@ vt_cfg_load_file(const char *path, const struct vt_cfg_schema *schema, void *out
         rc = cfg_load_doc(&c, schema, out);
     }
     free(buf);
-    if (rc) {
-        vt_cfg__release(schema, out, true);
-        return rc;
-    }
-    memset(err, 0, sizeof(*err));
-    return 0;
+    return cfg_finish(&c, schema, out, err, lines, rc);
+}
+
+int
+vt_cfg_load_file(const char *path, const struct vt_cfg_schema *schema, void *out,
+                 struct vt_cfg_error *err)
+{
+    return vt_cfg_load_file_lines(path, schema, out, err, NULL);
 }
 
 void

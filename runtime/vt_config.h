@@ -17,11 +17,18 @@
  *   - scalars are interpreted by the field's type whether quoted or not.
  *
  * Line numbers: a value's error points at the value; unknown/duplicate keys at
- * the key; a missing required key and a failed validate hook at the line where
- * the enclosing mapping starts (its first key); syntax errors where libyaml
+ * the key; a missing required key and a failed `validate` hook at the line where
+ * the enclosing mapping starts (its first key); a failed `validate_at` hook at
+ * the line of the key it names (vt_cfg_check_fail); syntax errors where libyaml
  * detected them. A BLOCK that is absent keeps its defaults and its required
  * keys are not checked (make the block itself required if they must be).
  * List elements of blocks start from elem_defaults (or zero).
+ *
+ * Lines after the load: the loader records the line of every key and list
+ * element it stored (struct vt_cfg_lines, by dotted path as in messages:
+ * "tls.cert", "ranges[1]", "ranges[1].replicas[0]"). vt_cfg_load_file_lines
+ * hands that table to the caller, so checks made after the load (files,
+ * directories) can name FILE:LINE and key like the loader does.
  *
  * Defaults: fields absent from the document keep whatever the caller stored
  * in `out` beforehand. Because the loader owns every string and list it puts
@@ -79,6 +86,8 @@ struct vt_cfg_hostport {
 };
 
 struct vt_cfg_schema;
+/* A validate_at hook's handle on the block it checks; see vt_cfg_check_fail. */
+struct vt_cfg_check;
 
 /* Numeric ranges (inclusive): U32/U64/SIZE/DURATION_MS use [min, max] with max 0 meaning the
  * type's maximum. I64 reads min and max as int64_t (cast them: (uint64_t)INT64_C(-5)); when
@@ -107,6 +116,9 @@ struct vt_cfg_schema {
     /* Optional cross-field check run after a block is loaded: returns 0 or -EINVAL and
      * writes a message (the loader prefixes file:line of the block and its key path). */
     int (*validate)(void *obj, char *msg, size_t msg_len);
+    /* The same, able to blame one key: a refusal is vt_cfg_check_fail(chk, KEY, ...) and
+     * points at KEY's line. Set at most one of validate / validate_at. */
+    int (*validate_at)(void *obj, struct vt_cfg_check *chk);
 };
 
 struct vt_cfg_error {
@@ -116,6 +128,50 @@ struct vt_cfg_error {
     unsigned line;  /* 1-based; 0 if not applicable (e.g. cannot open file) */
     char key[160];  /* dotted path, list indexes as [N]; "" when not applicable */
 };
+
+/* ---- validate_at hooks ----
+ * `key` is a path relative to the block being checked: "ring_slots",
+ * "peers[1].address", "" for the block itself. Main thread, inside the load. */
+
+/* The line of `key` in the document, 0 if the document does not hold it (a default). */
+unsigned vt_cfg_check_line(const struct vt_cfg_check *chk, const char *key);
+/* Records the refusal and returns -EINVAL (return that from the hook). The error's line is
+ * `key`'s line, or, when the document left `key` out, the line of the nearest enclosing key it
+ * holds (at worst the block's first line); err->key is the block's path joined with `key`. The
+ * message keeps the form a `validate` hook's has ("FILE:LINE: key 'BLOCK': why", or
+ * "FILE:LINE: SCHEMA NAME: why" for the root), so `why` should name the key itself. */
+int vt_cfg_check_fail(struct vt_cfg_check *chk, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- Lines of a loaded document ---- */
+
+/* One recorded key or list element; the path lives in the table's text. */
+struct vt_cfg_line {
+    uint32_t path_off, path_len;
+    unsigned line;
+};
+
+/* owner: the caller of vt_cfg_load_file_lines (free with vt_cfg_lines_free). The members are the
+ * loader's; read them through the functions below. Zero-initialise before a load. */
+struct vt_cfg_lines {
+    char file[256]; /* FILE as messages name it */
+    struct vt_cfg_line *v;
+    uint32_t n, cap;
+    char *text;
+    size_t text_len, text_cap;
+};
+
+/* The line of exactly `path` (dotted, list indexes as [N]); 0 if the document does not hold it. */
+unsigned vt_cfg_lines_find(const struct vt_cfg_lines *l, const char *path);
+/* The line of `path`, else of the nearest enclosing key or element the document holds
+ * ("ranges[1].leader" -> "ranges[1]" -> "ranges"); 0 if none. */
+unsigned vt_cfg_lines_nearest(const struct vt_cfg_lines *l, const char *path);
+/* Fills `err` as the loader would for `path`: "FILE:LINE: key 'PATH': why" with LINE from
+ * vt_cfg_lines_nearest ("FILE: key 'PATH': why" when it is 0). Returns -EINVAL. */
+int vt_cfg_lines_fail(const struct vt_cfg_lines *l, struct vt_cfg_error *err, const char *path,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Frees the table and zeroes it; safe on a zeroed table and twice. */
+void vt_cfg_lines_free(struct vt_cfg_lines *l);
 
 /* Loads `path` (at most VT_CFG_MAX_INPUT_BYTES) into `out` by `schema`. Blocks (file I/O):
  * main thread only. Returns 0; -EINVAL for any error in the document; -EFBIG when the input is
@@ -127,6 +183,13 @@ int vt_cfg_load_file(const char *path, const struct vt_cfg_schema *schema, void 
 int vt_cfg_load_string(const char *name, const char *text, size_t len,
                        const struct vt_cfg_schema *schema, void *out,
                        struct vt_cfg_error *err) VT_MUST_USE;
+/* vt_cfg_load_file / vt_cfg_load_string that also hand over the line table: on success `lines`
+ * (zeroed by the caller) holds where every loaded key is; on failure it stays empty. */
+int vt_cfg_load_file_lines(const char *path, const struct vt_cfg_schema *schema, void *out,
+                           struct vt_cfg_error *err, struct vt_cfg_lines *lines) VT_MUST_USE;
+int vt_cfg_load_string_lines(const char *name, const char *text, size_t len,
+                             const struct vt_cfg_schema *schema, void *out,
+                             struct vt_cfg_error *err, struct vt_cfg_lines *lines) VT_MUST_USE;
 /* Frees every string and list the loader allocated in `obj` (recursively) and zeroes those
  * members (pointers NULL, counts 0). Safe on defaults-only structs where strings are NULL and
  * safe to call twice. */
@@ -134,6 +197,13 @@ void vt_cfg_free(const struct vt_cfg_schema *schema, void *obj);
 /* Sets a STR member left NULL by the load to a malloc'd copy of `value`; a member the document
  * set is kept. Returns 0 or -ENOMEM. */
 int vt_cfg_str_default(char **member, const char *value) VT_MUST_USE;
+/* Makes a relative path in a STR member relative to the directory of `cfg_file` instead of the
+ * working directory: "certs/ca.pem" in "/etc/vtop/node.yaml" becomes
+ * "/etc/vtop/certs/ca.pem", in "conf/node.yaml" "conf/certs/ca.pem". Absolute paths, NULL
+ * members and a cfg_file without a '/' (its directory is the working directory) leave the
+ * member as it is. 0, -ENAMETOOLONG (the joined path would be PATH_MAX bytes or more) or
+ * -ENOMEM. Pure apart from the allocation; any thread. */
+int vt_cfg_path_resolve(char **member, const char *cfg_file) VT_MUST_USE;
 /* Text -> value parsers the loader uses (vt_config_scalar.c), exposed for flags and tools.
  * Pure; any thread. Each returns 0, -EINVAL (malformed) or -ERANGE (above 64 bits); when `why`
  * is non-NULL it receives a static description of the problem (NULL on success).

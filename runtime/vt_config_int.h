@@ -32,6 +32,15 @@ struct vt_cfg_ctx {
     uint32_t n_nodes;
     size_t path_len;
     char path[512]; /* dotted key path of the value being loaded */
+    struct vt_cfg_lines *lines; /* where each loaded key is; never NULL during a load */
+};
+
+/* A validate_at hook's view (see vt_cfg_check_fail). owner: the load, for one hook call. */
+struct vt_cfg_check {
+    struct vt_cfg_ctx *c;
+    const struct vt_cfg_schema *s;
+    unsigned block_line;
+    bool failed; /* vt_cfg_check_fail recorded an error */
 };
 
 #define VT_CFG_QUOTE_MAX 48 /* bytes of a value or key echoed into messages */
@@ -55,6 +64,13 @@ struct vt_cfg_quoted vt_cfg__quote(const char *src, size_t len);
 size_t vt_cfg__path_push_key(struct vt_cfg_ctx *c, const char *key, size_t len);
 size_t vt_cfg__path_push_index(struct vt_cfg_ctx *c, uint32_t index);
 void vt_cfg__path_pop(struct vt_cfg_ctx *c, size_t old);
+
+/* ---- The line table (vt_config_lines.c) ---- */
+
+/* Records the current key path at `line`. 0 or -ENOMEM (recorded in c). */
+int vt_cfg__lines_add(struct vt_cfg_ctx *c, unsigned line);
+/* The full path of `key` relative to the current path, into out (cut if it does not fit). */
+void vt_cfg__path_join(const struct vt_cfg_ctx *c, const char *key, char *out, size_t out_len);
 
 /* ---- Pass 1: YAML -> node tree (vt_config_tree.c) ---- */
 

@@ -286,7 +286,9 @@ cfg_load_list(struct vt_cfg_ctx *c, const struct vt_cfg_field *f, const struct v
     for (uint32_t i = 0; i < n->n_items; i++) {
         const struct vt_cfg_node *item = n->items[i];
         size_t old = vt_cfg__path_push_index(c, i);
-        int rc;
+        int rc = vt_cfg__lines_add(c, item->line);
+        if (rc)
+            return rc;
         if (!f->sub)
             rc = cfg_load_scalar(c, &cfg_list_str_field, item, arr + i * esz);
         else if (item->kind != VT_CFG_NODE_MAP)
@@ -360,7 +362,9 @@ cfg_load_pairs(struct vt_cfg_ctx *c, const struct vt_cfg_schema *s, const struct
             return vt_cfg__fail(c, key->line, "duplicate key %s (first at line %u)",
                                 vt_cfg__quote(key->text, key->len).s, seen_line[idx]);
         seen_line[idx] = key->line;
-        rc = cfg_load_field(c, f, map->items[i + 1], obj);
+        rc = vt_cfg__lines_add(c, key->line);
+        if (rc == 0)
+            rc = cfg_load_field(c, f, map->items[i + 1], obj);
         if (rc)
             return rc;
         vt_cfg__path_pop(c, old);
@@ -392,6 +396,15 @@ vt_cfg__load_block(struct vt_cfg_ctx *c, const struct vt_cfg_schema *s,
         if (s->validate(obj, msg, sizeof(msg)) != 0)
             rc = vt_cfg__fail(c, map->line, "%s%s%s", c->path_len ? "" : s->name,
                               c->path_len ? "" : ": ", msg[0] ? msg : "validation failed");
+    }
+    if (rc == 0 && s->validate_at) {
+        struct vt_cfg_check chk = {.c = c, .s = s, .block_line = map->line};
+        int hrc = s->validate_at(obj, &chk);
+        if (chk.failed)
+            rc = -EINVAL;
+        else if (hrc != 0)
+            rc = vt_cfg__fail(c, map->line, "%s%s%s", c->path_len ? "" : s->name,
+                              c->path_len ? "" : ": ", "validation failed");
     }
     return rc;
 }
@@ -465,6 +478,7 @@ void
 vt_cfg__assert_unowned(const struct vt_cfg_schema *s, const void *obj)
 {
     VT_ASSERT(s && s->name && (s->fields || s->n_fields == 0));
+    VT_ASSERT(!(s->validate && s->validate_at)); /* at most one hook per schema */
     for (size_t i = 0; i < s->n_fields; i++) {
         const struct vt_cfg_field *f = &s->fields[i];
         const char *p = (const char *)obj + f->offset;

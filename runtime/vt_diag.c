@@ -299,6 +299,28 @@ level_from_env(void)
 }
 
 int
+vt_diag_env_check(char *why, size_t why_len)
+{
+    const char *level = getenv("VTOP_LOG_LEVEL");
+    const char *fmt = getenv("VTOP_LOG_FORMAT");
+    bool level_ok = level == NULL;
+
+    for (int i = 0; i < 4 && !level_ok; i++)
+        level_ok = strcasecmp(level, level_names[i]) == 0;
+    if (!level_ok) {
+        snprintf(why, why_len, "environment variable VTOP_LOG_LEVEL='%.64s' is not a log level: "
+                 "use one of debug, info, warn, error (or unset it)", level);
+        return -EINVAL;
+    }
+    if (fmt != NULL && strcmp(fmt, "text") != 0 && strcmp(fmt, "json") != 0) {
+        snprintf(why, why_len, "environment variable VTOP_LOG_FORMAT='%.64s' is not a log format: "
+                 "use text or json (or unset it)", fmt);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int
 vt_diag_start(void)
 {
     const char *fmt = getenv("VTOP_LOG_FORMAT");

@@ -12,12 +12,19 @@
 #define VT_DIAG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum vt_diag_level { VT_DIAG_DEBUG = 0, VT_DIAG_INFO, VT_DIAG_WARN, VT_DIAG_ERROR };
 
-/* Reads the environment and starts the writer thread. Main thread. 0/-errno. */
+/* Reads the environment and starts the writer thread. Main thread. 0/-errno. An unknown
+ * VTOP_LOG_LEVEL or VTOP_LOG_FORMAT falls back to info / text here; a program that must refuse
+ * one calls vt_diag_env_check first. */
 int vt_diag_start(void);
+/* Checks the environment vt_diag_start reads: VTOP_LOG_LEVEL unset or one of debug, info,
+ * warn, error (any case), VTOP_LOG_FORMAT unset or one of text, json. 0, or -EINVAL with `why`
+ * naming the variable, its value and the allowed values. Any thread; no side effects. */
+int vt_diag_env_check(char *why, size_t why_len);
 /* Flushes every ring and joins the writer. Main thread, after reactors stop. */
 void vt_diag_stop(void);
 /* Label for lines from this thread (copied; up to 31 bytes). */

@@ -1,14 +1,19 @@
-/* The posix implementation of the file seam, plus full-length helpers and
- * mkdir -p. Blocking: runs on I/O threads and in tools, never on a reactor. */
+/* The posix implementation of the file seam, plus full-length helpers,
+ * mkdir -p and the boot check of a data directory. Blocking: runs on I/O
+ * threads, at boot and in tools, never on a reactor. */
 #include "vt_file.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int
@@ -229,6 +234,113 @@ vt_file_mkdir_p(const char *path, mode_t mode, char *err, size_t err_len)
             return rc;
         }
         buf[i] = path[i];
+    }
+    return 0;
+}
+
+int
+vt_file_free_bytes(const char *path, uint64_t *bytes)
+{
+    struct statvfs sv;
+    VT_ASSERT(path != NULL && bytes != NULL);
+    if (statvfs(path, &sv) != 0)
+        return -errno;
+    *bytes = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+    return 0;
+}
+
+/* Cuts buf (a path) to its parent: "a/b/" -> "a", "a" -> ".", "/a" -> "/". */
+static void
+path_parent(char *buf)
+{
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        n--;
+    while (n > 0 && buf[n - 1] != '/')
+        n--;
+    if (n == 0) {
+        strcpy(buf, ".");
+        return;
+    }
+    while (n > 1 && buf[n - 1] == '/')
+        n--;
+    buf[n] = '\0';
+}
+
+static bool
+under(const char *real, const char *top)
+{
+    size_t n = strlen(top);
+    return strncmp(real, top, n) == 0 && (real[n] == '\0' || real[n] == '/');
+}
+
+int
+vt_file_dir_check(const char *path, uint64_t need_bytes, vt_file_free_bytes_fn *free_fn,
+                  uint64_t *free_bytes, char *why, size_t why_len)
+{
+    VT_ASSERT(path != NULL && why != NULL && why_len > 0);
+    size_t n = strlen(path);
+    if (n == 0) {
+        snprintf(why, why_len, "empty path");
+        return -EINVAL;
+    }
+    if (n >= PATH_MAX) {
+        snprintf(why, why_len, "%.300s...: %s", path, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
+    /* the directory itself, else the nearest ancestor that exists */
+    char at[PATH_MAX], real[PATH_MAX];
+    struct stat st;
+    memcpy(at, path, n + 1);
+    while (stat(at, &st) != 0) {
+        int e = errno;
+        if (e != ENOENT && e != ENOTDIR) {
+            snprintf(why, why_len, "%.2000s: %s", at, strerror(e));
+            return -e;
+        }
+        path_parent(at);
+    }
+    bool self = strcmp(at, path) == 0;
+    if (!S_ISDIR(st.st_mode)) {
+        const char *kind = S_ISREG(st.st_mode) ? " a regular file," : "";
+        if (self)
+            snprintf(why, why_len, "%.2000s is%s not a directory", path, kind);
+        else
+            snprintf(why, why_len, "%.1500s cannot be created: %.1500s is%s not a directory",
+                     path, at, kind);
+        return -ENOTDIR;
+    }
+    if (realpath(at, real) == NULL) {
+        int e = errno;
+        snprintf(why, why_len, "%.2000s: %s", at, strerror(e));
+        return -e;
+    }
+    if (under(real, "/proc") || under(real, "/sys")) {
+        snprintf(why, why_len, "%.1500s is under %s (a kernel file system), not a place for data",
+                 path, under(real, "/proc") ? "/proc" : "/sys");
+        return -EINVAL;
+    }
+    if (access(at, W_OK | X_OK) != 0) {
+        int e = errno;
+        if (self)
+            snprintf(why, why_len, "%.2000s is not writable: %s", path, strerror(e));
+        else
+            snprintf(why, why_len, "%.1500s cannot be created: %.1500s is not writable: %s", path,
+                     at, strerror(e));
+        return -e;
+    }
+    uint64_t avail = 0;
+    int rc = (free_fn ? free_fn : vt_file_free_bytes)(at, &avail);
+    if (rc != 0) {
+        snprintf(why, why_len, "statvfs %.2000s: %s", at, strerror(-rc));
+        return rc;
+    }
+    if (free_bytes != NULL)
+        *free_bytes = avail;
+    if (avail < need_bytes) {
+        snprintf(why, why_len, "%.2000s: %" PRIu64 " bytes free, fewer than the %" PRIu64
+                 " needed", at, avail, need_bytes);
+        return -ENOSPC;
     }
     return 0;
 }

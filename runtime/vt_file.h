@@ -55,4 +55,21 @@ ssize_t vt_file_pread_all(const struct vt_file_ops *ops, int fd, void *buf, size
  * empty path ("mkdir: empty path"). Blocking: never on a reactor. */
 int vt_file_mkdir_p(const char *path, mode_t mode, char *err, size_t err_len) VT_MUST_USE;
 
+/* Free bytes of the file system holding `path` for unprivileged writers (statvfs:
+ * f_bavail * f_frsize). 0 or -errno. Blocking: main thread or tools. */
+typedef int vt_file_free_bytes_fn(const char *path, uint64_t *bytes);
+int vt_file_free_bytes(const char *path, uint64_t *bytes) VT_MUST_USE;
+
+/* Boot check of a directory vtop will create and write (a data directory), before anything
+ * starts; it changes nothing. `path` is a directory, or is missing and its nearest existing
+ * ancestor is a directory (vt_file_mkdir_p creates the rest); that directory does not resolve
+ * under /proc or /sys, is writable (access W_OK | X_OK: for root only a read-only mount fails),
+ * and its file system has at least `need_bytes` free by `free_fn` (NULL = vt_file_free_bytes;
+ * tests pass a fake). *free_bytes (if not NULL) receives what was found. 0, or -errno with `why`
+ * naming the path: -ENOTDIR (it, or the ancestor it would be created in, is not a directory),
+ * -EINVAL (under /proc or /sys, or an empty path), -EACCES / -EROFS (not writable), -ENOSPC
+ * ("N bytes free, fewer than the M needed"), -ENAMETOOLONG. Blocking: main thread at boot. */
+int vt_file_dir_check(const char *path, uint64_t need_bytes, vt_file_free_bytes_fn *free_fn,
+                      uint64_t *free_bytes, char *why, size_t why_len) VT_MUST_USE;
+
 #endif

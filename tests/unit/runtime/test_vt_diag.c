@@ -1,11 +1,13 @@
-/* Diagnostics: line format (text and JSON), levels, rate limiting, and the
- * asynchronous writer delivering lines from many threads. */
+/* Diagnostics: line format (text and JSON), levels, rate limiting, the
+ * asynchronous writer delivering lines from many threads, and the check of
+ * VTOP_LOG_LEVEL / VTOP_LOG_FORMAT (vt_diag_env_check). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -138,6 +140,44 @@ test_diag_async_writer_delivers_every_line(void **state)
     assert_non_null(strstr(out, "line 99 from t3"));
 }
 
+static void
+expect_env(const char *level, const char *format, int rc, const char *why)
+{
+    char buf[256] = "";
+    if (level)
+        setenv("VTOP_LOG_LEVEL", level, 1);
+    else
+        unsetenv("VTOP_LOG_LEVEL");
+    if (format)
+        setenv("VTOP_LOG_FORMAT", format, 1);
+    else
+        unsetenv("VTOP_LOG_FORMAT");
+    assert_int_equal(vt_diag_env_check(buf, sizeof(buf)), rc);
+    if (why)
+        assert_string_equal(buf, why);
+    unsetenv("VTOP_LOG_LEVEL");
+    unsetenv("VTOP_LOG_FORMAT");
+}
+
+static void
+test_diag_env_check_names_the_variable_and_allowed_values(void **state)
+{
+    (void)state;
+    expect_env(NULL, NULL, 0, NULL);
+    expect_env("debug", "json", 0, NULL);
+    expect_env("WARN", "text", 0, NULL); /* levels ignore case, as vt_diag_start reads them */
+    expect_env("verbose", NULL, -EINVAL,
+               "environment variable VTOP_LOG_LEVEL='verbose' is not a log level: use one of "
+               "debug, info, warn, error (or unset it)");
+    expect_env("", NULL, -EINVAL,
+               "environment variable VTOP_LOG_LEVEL='' is not a log level: use one of debug, "
+               "info, warn, error (or unset it)");
+    expect_env("info", "yaml", -EINVAL,
+               "environment variable VTOP_LOG_FORMAT='yaml' is not a log format: use text or "
+               "json (or unset it)");
+    expect_env(NULL, "JSON", -EINVAL, NULL); /* vt_diag_start would write text for it */
+}
+
 int
 main(void)
 {
@@ -146,6 +186,7 @@ main(void)
         cmocka_unit_test(test_diag_write_json_escapes),
         cmocka_unit_test(test_diag_rate_limit_suppresses_repeats),
         cmocka_unit_test(test_diag_async_writer_delivers_every_line),
+        cmocka_unit_test(test_diag_env_check_names_the_variable_and_allowed_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
