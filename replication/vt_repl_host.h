@@ -69,6 +69,7 @@ struct vt_repl_node_config {
     uint32_t max_batch_bytes, max_record_bytes;
     struct vt_metrics *metrics;
     struct vt_repl_metric_ids m;
+    struct vt_tls_refusal_metrics tls_refusals; /* the listener's; m NULL: not counted */
 };
 
 /* A follower as its leader sees it, published for status and metrics. */
