@@ -57,7 +57,7 @@ register_metrics(struct vt_broker *b)
                                    "Batch bytes sent to consumers.");
     m->commits = reg_counter(b, "broker_group_commits_total", NULL, "Group commits completed.");
     m->sessions_accepted = reg_counter(b, "broker_sessions_accepted_total", NULL,
-                                       "Sessions accepted.");
+                                       "Sessions accepted (their TLS handshake succeeded).");
     m->sessions_refused = reg_counter(b, "broker_sessions_refused_total", NULL,
                                       "Sessions refused at the session limit or shutdown.");
     static const char *const ov[4] = {"connection", "range", "core", "fetch_window"};
@@ -306,6 +306,11 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
               .appends_served = b->m.repl_appends_served,
               .fenced_refusals = b->m.repl_fenced_refusals}};
     memcpy(rc.node_uuid, cfg->node_uuid, 16);
+    if (vt_tls_refusal_metrics_register(&rc.tls_refusals, b->metrics, "replication") != 0) {
+        snprintf(err, err_len, "metrics registry full");
+        free(peers);
+        return -ENOSPC;
+    }
     b->repl = vt_repl_node_new(&rc, err, err_len);
     free(peers);
     return b->repl == NULL ? -EINVAL : 0;
@@ -388,10 +393,12 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
             goto fail;
         b->cores[i]->b = b;
     }
-    if (register_metrics(b) != 0) {
+    if (register_metrics(b) != 0 ||
+        vt_tls_refusal_metrics_register(&b->tls_native, b->metrics, "native") != 0) {
         snprintf(err, err_len, "metrics registry full");
         goto fail;
     }
+    vt_tls_refusal_metrics_attach(&b->tls_native, &b->policy);
     if (cfg->has_replication && new_repl_node(b, err, err_len) != 0)
         goto fail;
     if (setup_ranges(b, err, err_len) != 0)

@@ -75,6 +75,7 @@ struct vt_broker {
     uint32_t n_ranges;
     struct vt_broker_core **cores;
     struct vt_broker_metrics m;
+    struct vt_tls_refusal_metrics tls_native; /* the native listeners' refusals */
     int health_native, health_ranges;
     _Atomic uint32_t ranges_ready;
     _Atomic uint32_t ranges_closed;

@@ -82,6 +82,17 @@ range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt,
     range_finish(c, r);
 }
 
+/* Answers with the error class of a range-log code (replication/vt_repl_host.h:
+ * the one table). `context` (may be NULL) leads the text. */
+static void
+log_fail(struct vt_core *c, struct vt_breq *r, enum vt_repl_err_site site, int rc,
+         const char *context)
+{
+    char msg[sizeof(r->err_msg)];
+    uint16_t code = vt_repl_err_answer(site, rc, context, msg, sizeof(msg));
+    range_fail(c, r, code, "%s", msg);
+}
+
 /* ---- produce ---------------------------------------------------------------- */
 
 static void
@@ -90,12 +101,8 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
     publish(r->b->ranges[r->range_idx].actor);
-    if (rc == -ESTALE) {
-        range_fail(c, r, VT_E_FENCED, "fenced while the write was in flight: not acknowledged");
-        return;
-    }
     if (rc != 0) {
-        range_fail(c, r, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        log_fail(c, r, VT_REPL_ERR_DURABLE, rc, NULL);
         return;
     }
     if (!r->presp.duplicate) /* a duplicate already carries its original offset */
@@ -119,14 +126,6 @@ quorum_done(struct vt_core *c, struct vt_repl_waiter *w, uint16_t code, const ch
     r->presp.record_count = r->records;
     r->presp.committed_next = w->committed_next;
     range_finish(c, r);
-}
-
-static void
-append_error(struct vt_core *c, struct vt_breq *r, int rc)
-{
-    char msg[sizeof(r->err_msg)];
-    uint16_t code = vt_repl_append_refusal(rc, msg, sizeof(msg));
-    range_fail(c, r, code, "%s", msg);
 }
 
 static uint64_t
@@ -172,7 +171,7 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
             return;
         rc = wrc;
     }
-    append_error(c, r, rc);
+    log_fail(c, r, VT_REPL_ERR_APPEND, rc, NULL);
 }
 
 /* ---- fetch ------------------------------------------------------------------- */
@@ -200,18 +199,11 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
     (void)l;
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
-    if (rc == -ERANGE) {
-        range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start",
-                   (unsigned long long)r->fetch_start);
-        return;
-    }
-    if (rc == -ENOBUFS) {
-        range_fail(c, r, VT_E_INVALID_REQUEST, "max_bytes %u is smaller than the next batch",
-                   r->max_bytes);
-        return;
-    }
     if (rc != 0) {
-        range_fail(c, r, VT_E_STORAGE, "read failed: %s", strerror(-rc));
+        char context[64];
+        snprintf(context, sizeof(context), "fetch at %llu, max_bytes %u",
+                 (unsigned long long)r->fetch_start, r->max_bytes);
+        log_fail(c, r, VT_REPL_ERR_READ, rc, context);
         return;
     }
     r->next_offset = len ? next : r->fetch_start;
@@ -248,10 +240,8 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
     }
     int rc = vt_rlog_read(ra->log, r->fetch_start, r->hwm, r->max_bytes, r->fetch_dst, on_read,
                           r);
-    if (rc == -EAGAIN)
-        range_fail(c, r, VT_E_OVERLOADED, "too many reads in flight on this range: retry");
-    else if (rc != 0)
-        range_fail(c, r, VT_E_STORAGE, "read refused: %s", strerror(-rc));
+    if (rc != 0)
+        log_fail(c, r, VT_REPL_ERR_READ, rc, NULL);
 }
 
 /* ---- routing ------------------------------------------------------------------ */

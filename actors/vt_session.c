@@ -701,6 +701,9 @@ on_open(struct vt_conn *c, void *arg)
     (void)c;
     struct vt_session *s = arg;
     SESSION_OWNED(s);
+    /* Accepted only now: a refused handshake is a TLS refusal, counted by
+     * the listener's hook (vtop_tls_refusals_total), not a session. */
+    vt_metric_add(vt_broker_shard(s->b, s->core), s->b->m.sessions_accepted, 1);
     vt_timer_arm(s->core, &s->hello_timer, s->b->cfg->native.handshake_timeout_ms);
     vt_timer_arm(s->core, &s->idle_timer, s->b->cfg->native.idle_timeout_ms);
 }
@@ -778,7 +781,6 @@ vt_session_accept(struct vt_conn *conn, void *arg)
     bc->session_list = s;
     bc->sessions++;
     atomic_fetch_add(&bc->b->sessions_open, 1);
-    vt_metric_add(sh, bc->b->m.sessions_accepted, 1);
     vt_metric_set(sh, bc->b->m.sessions_active, bc->sessions);
     vt_conn_set_cbs(conn, &session_cbs, s);
 }

@@ -683,6 +683,7 @@ vt_mn__admin_open(struct vt_meta_node *mn, char *err, size_t err_len)
     pol.in_buf_bytes = 4 * VT_META_ADMIN_FRAME_MAX;
     pol.out_buf_max_bytes = 1u << 20;
     pol.out_low_water_bytes = pol.out_buf_max_bytes / 4;
+    vt_tls_refusal_metrics_attach(&mn->tls_admin, &pol);
     const struct vt_cfg_hostport *hp = &mn->mc->admin_listen;
     mn->admin = vt_listener_open(mn->core, hp->host, hp->port, mn->srv_ctx, &pol, on_accept, mn,
                                  err, err_len);

@@ -496,6 +496,7 @@ config_apply(struct vt_meta_io *m, const struct vt_meta_io_config *c)
         m->backoff_max_ms = m->backoff_base_ms;
     m->on_failure = c->on_failure;
     m->failure_arg = c->failure_arg;
+    m->tls_refusals = c->tls_refusals;
     m->rng = c->seed != 0 ? c->seed : (c->id * 0x9E3779B97F4A7C15ull) ^ vt_clock_mono_ns();
     vt_timer_init(&m->tick_timer, tick_timer_fn, m);
     vt_timer_init(&m->done_timer, done_timer_fn, m);

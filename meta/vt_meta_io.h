@@ -126,6 +126,8 @@ struct vt_meta_io_config {
     uint64_t seed;                      /* io->random's PRNG; 0 = from the id and the clock */
     vt_meta_io_failure_fn *on_failure;  /* optional */
     void *failure_arg;
+    /* optional: the listener's refusal counters (must outlive the io) */
+    const struct vt_tls_refusal_metrics *tls_refusals;
 };
 
 /* What the io did (a copy, taken on the core). */

@@ -163,6 +163,7 @@ struct vt_meta_io {
     uint32_t backoff_base_ms, backoff_max_ms;
     vt_meta_io_failure_fn *on_failure;
     void *failure_arg;
+    const struct vt_tls_refusal_metrics *tls_refusals; /* NULL: not counted */
     uint64_t rng;
 
     /* raft side */

@@ -495,6 +495,8 @@ vt_meta_io__listen(struct vt_meta_io *m, char *err, size_t err_len)
     pol.n_allowed = m->n_peers;
     pol.max_conns = LISTEN_MAX_CONNS;
     pol.in_buf_bytes = VT_META_WIRE_FRAME_MAX_BYTES;
+    if (m->tls_refusals != NULL)
+        vt_tls_refusal_metrics_attach(m->tls_refusals, &pol);
     struct vt_listener *l = vt_listener_open(m->core, m->listen_host, m->port, m->server_ctx, &pol,
                                              on_accept, m, err, err_len);
     free(cns);

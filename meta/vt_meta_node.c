@@ -356,7 +356,8 @@ io_init(struct vt_meta_node *mn)
                                   .client_ctx = mn->cli_ctx,
                                   .dir = mn->mc->dir,
                                   .on_failure = on_io_failure,
-                                  .failure_arg = mn};
+                                  .failure_arg = mn,
+                                  .tls_refusals = &mn->tls_peer};
     int rc = vt_meta_io_init(&mn->io, &c);
     if (rc != 0)
         VT_ERROR("meta: raft io: %s (%s)", strerror(-rc), mn->io.errmsg);
@@ -491,7 +492,12 @@ register_metrics(struct vt_meta_node *mn, char *err, size_t err_len)
             snprintf(err, err_len, "meta: metrics registry: %s", strerror(-ids[i]));
             return ids[i];
         }
-    return 0;
+    int rc = vt_tls_refusal_metrics_register(&mn->tls_admin, m, "meta_admin");
+    if (rc == 0)
+        rc = vt_tls_refusal_metrics_register(&mn->tls_peer, m, "meta_peer");
+    if (rc != 0)
+        snprintf(err, err_len, "meta: metrics registry: %s", strerror(-rc));
+    return rc;
 }
 
 static int

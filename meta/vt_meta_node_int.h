@@ -49,6 +49,7 @@ struct vt_meta_node {
     struct vt_health *health;
     int health_id;
     struct vt_mn_metrics m;
+    struct vt_tls_refusal_metrics tls_admin, tls_peer; /* the listeners' refusals */
     char address[VT_META_ADMIN_ADDR_MAX + 1]; /* our peer-plane "host:port" */
     char my_cn[24];
 

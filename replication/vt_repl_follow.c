@@ -14,6 +14,17 @@
 #include "vt_repl_node_int.h"
 #include "vt_repl_proto.h"
 
+/* Answers with the error class of a range-log code (the one table,
+ * vt_repl_errors.c), as the replica plane says it. */
+static void
+rreq_log_error(struct vt_core *c, struct vt_rreq *r, enum vt_repl_err_site site, int rc,
+               const char *context)
+{
+    char msg[240];
+    uint16_t code = vt_repl_err_answer(site, rc, context, msg, sizeof(msg));
+    vt_repl__rreq_error(c, r, vt_repl__plane_code(code), "%s", msg);
+}
+
 /* Encodes an answer into a fresh buffer and sends it home. */
 static void
 answer(struct vt_core *c, struct vt_rreq *r, uint16_t kind, struct vt_wr *w)
@@ -55,8 +66,7 @@ on_applied(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     VT_REPL_OWNED(rr);
     (void)l;
     if (rc != 0) {
-        vt_repl__rreq_error(c, r, rc == -ESTALE ? VT_REPL_E_FENCED : VT_REPL_E_STORAGE,
-                            "follower append not durable: %s", strerror(-rc));
+        rreq_log_error(c, r, VT_REPL_ERR_DURABLE, rc, "follower append not durable");
         return;
     }
     answer_append(c, r, rr);
@@ -95,13 +105,11 @@ apply(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr,
         if (rc != VT_RLOG_APPENDED) {
             VT_WARN_RL(1000, "range %s: follower append at %llu refused: %s",
                        rr->cfg.ident.topic, (unsigned long long)base,
-                       rc < 0 ? strerror(-rc) : vt_producers_code_name(rc));
-            uint16_t code = rc == -EAGAIN   ? VT_REPL_E_OVERLOADED
-                            : rc == -ESTALE ? VT_REPL_E_FENCED
-                                            : VT_REPL_E_INVALID_REQUEST;
-            vt_repl__rreq_error(c, r, code, "follower append at offset %llu refused: %s",
-                                (unsigned long long)base,
-                                rc < 0 ? strerror(-rc) : vt_producers_code_name(rc));
+                       rc > -1000 ? strerror(-rc) : vt_producers_code_name(rc));
+            char context[80];
+            snprintf(context, sizeof(context), "follower append at offset %llu refused",
+                     (unsigned long long)base);
+            rreq_log_error(c, r, VT_REPL_ERR_APPEND, rc, context);
             return;
         }
         base += n;
@@ -138,10 +146,12 @@ serve_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     case VT_REPL_ACK:
         answer_append(c, r, rr);
         return;
-    case VT_REPL_WAIT:
-        if (vt_rlog_when_durable(rr->log, m.end_offset, on_applied, r) != 0)
-            vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "range log is poisoned");
+    case VT_REPL_WAIT: {
+        int wrc = vt_rlog_when_durable(rr->log, m.end_offset, on_applied, r);
+        if (wrc != 0)
+            rreq_log_error(c, r, VT_REPL_ERR_APPEND, wrc, "follower cannot wait for durability");
         return;
+    }
     case VT_REPL_FENCED:
         vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
         vt_repl__rreq_error(c, r, VT_REPL_E_FENCED,
@@ -212,8 +222,7 @@ fence_truncated(struct vt_rlog *l, int rc, uint64_t removed, void *arg)
     if (rc != 0) {
         struct vt_rreq *r = j->r;
         free(j);
-        vt_repl__rreq_error(c, r, VT_REPL_E_STORAGE, "divergence truncation failed: %s",
-                            strerror(-rc));
+        rreq_log_error(c, r, VT_REPL_ERR_EPOCH, rc, "divergence truncation failed");
         return;
     }
     j->truncated = removed;
@@ -233,8 +242,7 @@ fence_adopted(struct vt_rlog *l, int rc, void *arg)
     if (rc != 0) {
         struct vt_rreq *r = j->r;
         free(j);
-        vt_repl__rreq_error(c, r, rc == -ESTALE ? VT_REPL_E_FENCED : VT_REPL_E_STORAGE,
-                            "cannot adopt the epoch: %s", strerror(-rc));
+        rreq_log_error(c, r, VT_REPL_ERR_EPOCH, rc, "cannot adopt the epoch");
         return;
     }
     j->rr->epoch = vt_rlog_held_epoch(l);

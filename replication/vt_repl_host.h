@@ -69,6 +69,7 @@ struct vt_repl_node_config {
     uint32_t max_batch_bytes, max_record_bytes;
     struct vt_metrics *metrics;
     struct vt_repl_metric_ids m;
+    struct vt_tls_refusal_metrics tls_refusals; /* the listener's; m NULL: not counted */
 };
 
 /* A follower as its leader sees it, published for status and metrics. */
@@ -170,8 +171,42 @@ void vt_repl_range_local_durable(struct vt_repl_range *rr);
  * refused from now on. */
 void vt_repl_range_stop(struct vt_repl_range *rr);
 
-/* Maps a vt_rlog_append refusal to the client-plane error code and text
- * (shared with the host's single-node produce path). */
+/* ---- error classes: range-log codes -> wire codes ------------------------------
+
+ * One table (replication/vt_repl_errors.c) maps every code the range log
+ * returns to a client-plane error code (VT_E_*), its retryable flag and a
+ * text. The same errno means different things at different calls (-ENOSPC:
+ * a full producer table when an append is admitted, a full disk in a
+ * durability callback), so rows are per call site. A code the table does
+ * not list gets its site's fallback row: Storage, retryable. Any thread. */
+enum vt_repl_err_site {
+    VT_REPL_ERR_APPEND = 0, /* vt_rlog_append / _append_replica / _when_durable refused */
+    VT_REPL_ERR_DURABLE,    /* a vt_rlog_durable_cb's rc: not acknowledged */
+    VT_REPL_ERR_READ,       /* vt_rlog_read refused, or its callback's rc */
+    VT_REPL_ERR_EPOCH,      /* vt_rlog_adopt_epoch / _truncate (a follower's fence) */
+    VT_REPL_ERR_SITES
+};
+
+/* One row. immutable */
+struct vt_repl_err_class {
+    enum vt_repl_err_site site;
+    int rc;         /* a negative errno or producer code; 0: the site's fallback */
+    uint16_t code;  /* client-plane wire code */
+    bool retryable; /* the Error body's flag (vt_proto_error_retryable(code)) */
+    const char *text;
+};
+
+/* The whole table, fallback rows included (tests, docs). */
+const struct vt_repl_err_class *vt_repl_err_table(size_t *n);
+/* The row for (site, rc < 0); never NULL. */
+const struct vt_repl_err_class *vt_repl_err_class(enum vt_repl_err_site site, int rc);
+/* Writes "[context: ]text" (a fallback row adds the code: "...: strerror
+ * (rc)") and returns the row's client-plane code. */
+uint16_t vt_repl_err_answer(enum vt_repl_err_site site, int rc, const char *context, char *msg,
+                            size_t msg_len);
+/* vt_repl_err_answer(VT_REPL_ERR_APPEND, rc, NULL, ...): a vt_rlog_append
+ * refusal, for both produce paths (the host's single-node one and
+ * vt_repl_range_produce). */
 uint16_t vt_repl_append_refusal(int rc, char *msg, size_t msg_len);
 
 #endif

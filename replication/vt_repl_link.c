@@ -109,6 +109,8 @@ vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err, size_t err_le
     uint32_t frame = cfg->max_frame_bytes;
     n->peer_policy.in_buf_bytes = frame + 4096;
     n->peer_policy.out_buf_max_bytes = 4 * frame > (16u << 20) ? 4 * frame : (16u << 20);
+    if (n->cfg.tls_refusals.m != NULL) /* the listener's refusals (outbound links ignore it) */
+        vt_tls_refusal_metrics_attach(&n->cfg.tls_refusals, &n->peer_policy);
     return n;
 oom:
     snprintf(err, err_len, "out of memory");
@@ -681,8 +683,9 @@ rconn_on_close(struct vt_conn *conn, int err, const char *reason, void *arg)
     struct vt_rconn *c = arg;
     VT_ASSERT(vt_core_self() == c->core);
     struct vt_repl_core *rc = rcore(c->n, c->core);
-    VT_INFO("replica connection from %s closed: %s", vt_conn_peer_cn(conn),
-            reason ? reason : "");
+    if (vt_conn_refusal(conn) == VT_TLS_REFUSAL_NONE) /* refusals: the transport logs them */
+        VT_INFO("replica connection from %s closed: %s", vt_conn_peer_cn(conn),
+                reason ? reason : "");
     if (c->prev)
         c->prev->next = c->next;
     else

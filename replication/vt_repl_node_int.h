@@ -115,6 +115,9 @@ struct vt_rreq {
 
 /* Range core: the answer for `r` is ready (in r->resp*); sends it home. */
 void vt_repl__rreq_answer(struct vt_core *core, struct vt_rreq *r);
+/* vt_repl_errors.c: a client-plane code as the replica plane says it (the
+ * producer codes, which it lacks, become InvalidRequest). */
+uint16_t vt_repl__plane_code(uint16_t client_code);
 /* Range core: fill r with an error answer and send it home. */
 void vt_repl__rreq_error(struct vt_core *core, struct vt_rreq *r, uint16_t code,
                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));

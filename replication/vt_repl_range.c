@@ -17,7 +17,6 @@
 #include "vt_codec.h"
 #include "vt_diag.h"
 #include "vt_metrics.h"
-#include "vt_producers.h"
 #include "vt_proto.h"
 #include "vt_repl_node_int.h"
 #include "vt_repl_proto.h"
@@ -134,61 +133,6 @@ w_ok(struct vt_core *c, struct vt_repl_waiter *w, uint64_t hwm)
 {
     w->committed_next = hwm;
     w->done(c, w, 0, NULL);
-}
-
-static const char *
-producer_text(int rc)
-{
-    switch (rc) {
-    case VT_PRODUCER_FENCED: return "producer epoch is older than one this range has seen";
-    case VT_SEQ_FIRST: return "a new producer epoch must start at sequence 0";
-    case VT_SEQ_GAP: return "sequence gap: the batch skips sequences after the last accepted";
-    case VT_SEQ_CONFLICT: return "sequence conflict: these sequences were accepted with other "
-                                 "content";
-    case VT_SEQ_BELOW_WINDOW: return "sequence is older than the idempotency window can prove";
-    default: return "producer state refused the batch";
-    }
-}
-
-static uint16_t
-producer_code(int rc)
-{
-    switch (rc) {
-    case VT_PRODUCER_FENCED: return VT_E_PRODUCER_FENCED;
-    case VT_SEQ_FIRST: return VT_E_SEQUENCE_FIRST;
-    case VT_SEQ_GAP: return VT_E_SEQUENCE_GAP;
-    case VT_SEQ_CONFLICT: return VT_E_SEQUENCE_CONFLICT;
-    case VT_SEQ_BELOW_WINDOW: return VT_E_SEQUENCE_BELOW_WINDOW;
-    default: return VT_E_INVALID_REQUEST;
-    }
-}
-
-uint16_t
-vt_repl_append_refusal(int rc, char *msg, size_t msg_len)
-{
-    VT_ASSERT(rc != VT_RLOG_APPENDED && rc != VT_RLOG_DUPLICATE);
-    const char *text = NULL;
-    uint16_t code = VT_E_STORAGE;
-    if (rc == -EAGAIN) {
-        code = VT_E_OVERLOADED;
-        text = "range write budget full: retry";
-    } else if (rc == -EIO) {
-        text = "range is poisoned by an I/O error";
-    } else if (rc == -ESTALE) {
-        code = VT_E_FENCED;
-        text = "range fenced";
-    } else if (rc == -EINVAL) {
-        code = VT_E_INVALID_REQUEST;
-        text = "batch exceeds the range's limits or is malformed";
-    } else if (rc == -ECANCELED) {
-        text = "range is closing";
-    }
-    if (text != NULL) {
-        snprintf(msg, msg_len, "%s", text);
-        return code;
-    }
-    snprintf(msg, msg_len, "%s (%s)", producer_text(rc), vt_producers_code_name(rc));
-    return producer_code(rc);
 }
 
 static void

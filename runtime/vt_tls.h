@@ -20,6 +20,11 @@
  * (TLS protocol error, plaintext peer), -ECONNRESET (peer vanished without
  * close_notify), -ECANCELED (the runtime stopped).
  *
+ * Refusals: every connection refused before on_open is logged (rate limited
+ * per reason, the suppressed count printed with the next line of that
+ * reason) and, on a listener, counted in its stats and reported to the
+ * policy's on_refused hook with its class (enum vt_tls_rclass).
+ *
  * TLS 1.3 note: a client finishes its handshake before the server has judged
  * the client certificate, so a client may see on_open and then on_close with
  * -EACCES when the server refuses it. A server never opens a connection whose
@@ -89,6 +94,31 @@ enum vt_tls_refusal {
 /* Stable lower-case name, e.g. "unknown_ca". */
 const char *vt_tls_refusal_name(enum vt_tls_refusal r);
 
+/* The reason an inbound connection was refused, as the owner counts it and
+ * the log names it: every refusal on a listener falls in exactly one class.
+ * These are the `reason` labels of vtop_tls_refusals_total. */
+enum vt_tls_rclass {
+    VT_TLS_RCLASS_UNKNOWN_CA = 0,    /* UNKNOWN_CA: the chain does not lead to our CA */
+    VT_TLS_RCLASS_EXPIRED,           /* EXPIRED: expired or not yet valid */
+    VT_TLS_RCLASS_CN_NOT_ALLOWED,    /* CN_NOT_ALLOWED; BAD_CN (none, several, not an id) */
+    VT_TLS_RCLASS_NO_CERT,           /* NO_CERT: the client presented no certificate */
+    VT_TLS_RCLASS_PROTOCOL,          /* HANDSHAKE, PLAINTEXT, BAD_CERT, BY_PEER: anything else */
+    VT_TLS_RCLASS_HANDSHAKE_TIMEOUT, /* TIMEOUT: no finished handshake in handshake_timeout_ms */
+    VT_TLS_RCLASS_OVER_LIMIT,        /* OVER_LIMIT: the listener was at max_conns (no handshake) */
+    VT_TLS_RCLASS_COUNT
+};
+/* The class of an inbound refusal. NONE and CONNECT (outbound only) have
+ * none: VT_TLS_RCLASS_COUNT. Any thread. */
+enum vt_tls_rclass vt_tls_refusal_class(enum vt_tls_refusal r);
+/* Stable lower-case name, e.g. "handshake_timeout"; "unknown" for COUNT. */
+const char *vt_tls_rclass_name(enum vt_tls_rclass c);
+
+/* Listener refusal hook (struct vt_conn_policy.on_refused): runs on the
+ * listener's core for every inbound connection refused before it opened,
+ * inside the transport (possibly inside a vt_conn_* call), so it must only
+ * count: no vt_conn_* / vt_listener_* calls, no blocking. */
+typedef void vt_tls_refused_fn(struct vt_core *core, enum vt_tls_rclass why, void *arg);
+
 /* Zero fields take the defaults noted; out-of-range values are refused with
  * a message naming the field. The allowlist is copied. Memory per connection:
  * in_buf_bytes + 128 KiB (ciphertext buffers) + the output ring, which grows
@@ -103,6 +133,10 @@ struct vt_conn_policy {
     uint32_t in_buf_bytes;         /* max unconsumed input, >= largest frame, default 128 KiB */
     uint32_t out_buf_max_bytes;    /* output bound (backpressure), default 4 MiB */
     uint32_t out_low_water_bytes;  /* on_drain below this, default out_buf_max / 4 */
+    /* Listeners only (vt_conn_connect ignores them): told of each refused
+     * inbound connection. NULL: refusals are only logged and in the stats. */
+    vt_tls_refused_fn *on_refused;
+    void *refused_arg;
 };
 
 void vt_conn_policy_defaults(struct vt_conn_policy *p);
@@ -213,6 +247,27 @@ struct vt_listener_stats {
 };
 /* Racy snapshot; any thread, while the listener is open. */
 void vt_listener_stats_read_racy(const struct vt_listener *l, struct vt_listener_stats *out);
+
+/* ---- refusal metrics ---------------------------------------------------- */
+
+struct vt_metrics;
+
+/* One plane's counters vtop_tls_refusals_total{plane="P",reason="R"}, one
+ * per class. immutable after registration */
+struct vt_tls_refusal_metrics {
+    struct vt_metrics *m;
+    int ids[VT_TLS_RCLASS_COUNT];
+};
+
+/* Registers the plane's counters (`plane` matches [a-z_]+: "native",
+ * "replication", "meta_admin", "meta_peer"). Main thread, before the
+ * runtime starts. 0 or the registry's -errno. */
+int vt_tls_refusal_metrics_register(struct vt_tls_refusal_metrics *rm, struct vt_metrics *m,
+                                    const char *plane) VT_MUST_USE;
+/* Points p->on_refused at a counter of `rm` (which must outlive every
+ * listener opened with `p`): each refusal adds 1 on the listener's core. */
+void vt_tls_refusal_metrics_attach(const struct vt_tls_refusal_metrics *rm,
+                                   struct vt_conn_policy *p);
 
 /* ---- reconnect backoff ------------------------------------------------- */
 

@@ -340,10 +340,7 @@ vt_tls__conn_terminate(struct vt_conn *c, int err, enum vt_tls_refusal ref, cons
     if (ref != VT_TLS_REFUSAL_NONE) {
         if (c->lst != NULL)
             vt_tls__listener_count(c->lst, ref);
-        bool failed = ref == VT_TLS_REFUSAL_CONNECT || ref == VT_TLS_REFUSAL_TIMEOUT;
-        VT_WARN_RL(1000, "tls: %s connection %s %s %s: %s (%s)", c->server ? "inbound" : "outbound",
-                   c->server ? "from" : "to", c->peer_addr, failed ? "failed" : "refused",
-                   c->reason, vt_tls_refusal_name(ref));
+        vt_tls__refusal_log(c->server, c->peer_addr, ref, c->reason);
     } else {
         VT_DEBUG("tls: connection %s (cn \"%s\") closed: %s", c->peer_addr, c->peer_cn, c->reason);
     }

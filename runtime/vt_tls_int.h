@@ -125,9 +125,18 @@ void vt_tls__conn_terminate(struct vt_conn *c, int err, enum vt_tls_refusal ref,
 void vt_tls__conn_finish(struct vt_conn *c);
 
 /* vt_tls_net.c */
+/* Counts an inbound refusal in the listener's stats and tells the policy's
+ * on_refused hook (on the listener's core). */
 void vt_tls__listener_count(struct vt_listener *l, enum vt_tls_refusal ref);
 void vt_tls__listener_opened(struct vt_listener *l);
 /* A connection accepted by `l` was freed. */
 void vt_tls__listener_conn_gone(struct vt_listener *l);
+
+/* vt_tls_refusal.c */
+/* Logs a refused (or, outbound, failed) connection with `peer` ("ip:port")
+ * and `reason`, at most one line per second per reason and thread; the next
+ * line of a reason says how many of it were suppressed. */
+void vt_tls__refusal_log(bool inbound, const char *peer, enum vt_tls_refusal ref,
+                         const char *reason);
 
 #endif

@@ -204,6 +204,9 @@ vt_tls__listener_count(struct vt_listener *l, enum vt_tls_refusal ref)
 {
     VT_ASSERT((unsigned)ref < VT_TLS_REFUSAL_COUNT);
     stat_inc(&l->refused[ref]);
+    enum vt_tls_rclass cl = vt_tls_refusal_class(ref);
+    if (l->pol->p.on_refused != NULL && cl < VT_TLS_RCLASS_COUNT)
+        l->pol->p.on_refused(l->core, cl, l->pol->p.refused_arg);
 }
 
 void
@@ -241,10 +244,9 @@ listener_accept_one(struct vt_listener *l, int fd, const struct sockaddr_storage
     stat_inc(&l->accepted);
     if (l->n_conns >= l->pol->p.max_conns) {
         vt_tls__listener_count(l, VT_TLS_REFUSAL_OVER_LIMIT);
-        VT_WARN_RL(1000,
-                   "tls: inbound connection from %s refused on %s: %u connections open "
-                   "(max_conns) (over_limit)",
-                   peer, l->addr, l->n_conns);
+        char why[128];
+        snprintf(why, sizeof(why), "%u connections open on %s (max_conns)", l->n_conns, l->addr);
+        vt_tls__refusal_log(true, peer, VT_TLS_REFUSAL_OVER_LIMIT, why);
         close(fd);
         return;
     }
