@@ -435,6 +435,8 @@ open_listener(struct vt_broker *b, struct vt_core *core, uint16_t port)
         atomic_store(&b->start_failed, 1);
         return;
     }
+    if (vt_core_id(core) == 0) /* published before the count that lets main read it */
+        atomic_store(&b->native_port, vt_listener_port(bc->listener));
     if (atomic_fetch_add(&b->listeners_ready, 1) + 1 == vt_runtime_cores(b->rt))
         vt_health_set(vt_runtime_health(b->rt), b->health_native, true, "listening");
 }
@@ -461,9 +463,9 @@ vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
     open_listener(b, core, b->cfg->native.listen.port);
     if (b->cores[0]->listener == NULL)
         return;
-    b->native_port = vt_listener_port(b->cores[0]->listener);
+    uint16_t port = atomic_load(&b->native_port);
     for (unsigned c = 1; c < vt_runtime_cores(b->rt); c++) {
-        struct vt_msg m = {.fn = listen_msg, .ptr = b, .arg = b->native_port};
+        struct vt_msg m = {.fn = listen_msg, .ptr = b, .arg = port};
         if (vt_core_post(core, c, &m) != 0) {
             VT_ERROR("could not ask core %u to listen", c);
             atomic_store(&b->start_failed, 1);

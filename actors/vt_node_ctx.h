@@ -69,7 +69,7 @@ struct vt_broker {
     const char **allowed; /* union of every role's principals (TLS allowlist) */
     size_t n_allowed;
     char node_uuid[37];
-    uint16_t native_port;  /* written by core 0 before it tells the others to listen */
+    _Atomic uint16_t native_port; /* core 0's port, stored before listeners_ready counts it */
     uint64_t core_budget;  /* min(budgets.core, budgets.process / cores) */
     struct vt_broker_range *ranges;
     uint32_t n_ranges;

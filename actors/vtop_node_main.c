@@ -93,7 +93,7 @@ announce_ready(struct node *nd)
             usleep(2000);
         }
         snprintf(native, sizeof(native), " native=%s:%u", nd->cfg.native.listen.host,
-                 nd->broker->native_port);
+                 (unsigned)atomic_load(&nd->broker->native_port));
         /* and until every range recovered (and, if it leads, began its epoch), so
          * "ready" means requests are served; recovery of a large log may take a while */
         end = vt_clock_mono_ms() + 600000;
