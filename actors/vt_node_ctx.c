@@ -10,9 +10,7 @@ int
 vt_broker_find_range(const struct vt_broker *b, const struct vt_range_ident *id)
 {
     for (uint32_t i = 0; i < b->n_ranges; i++) {
-        const struct vt_range_ident *r = &b->ranges[i].ident;
-        if (memcmp(r->range_id, id->range_id, 16) == 0 && strcmp(r->topic, id->topic) == 0 &&
-            r->topic_epoch == id->topic_epoch && r->range_generation == id->range_generation)
+        if (vt_range_ident_equal(&b->ranges[i].ident, id))
             return (int)i;
     }
     return -1;

@@ -115,3 +115,9 @@ vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *f
     return code;
 }
 
+bool
+vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident *b)
+{
+    return memcmp(a->range_id, b->range_id, 16) == 0 && strcmp(a->topic, b->topic) == 0 &&
+           a->topic_epoch == b->topic_epoch && a->range_generation == b->range_generation;
+}

@@ -29,6 +29,8 @@ struct vt_rd;
  *   range_id 16 raw bytes | range_generation u64
  * The encoder writes r->topic as given (check vt_wr_ok once at the end). */
 void vt_range_ident_encode(struct vt_wr *w, const struct vt_range_ident *r);
+/* Same range: topic, topic epoch, range id and generation all equal. */
+bool vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident *b);
 /* Reads one range identity from an untrusted reader. Returns 0, or -EMSGSIZE
  * (topic longer than 249 bytes) / -EBADMSG (truncated, bad UTF-8, bad topic
  * charset) with *why naming the field ("range.topic", ...). *why is either a

@@ -219,9 +219,7 @@ static int
 find_range(const struct vt_repl_node *n, const struct vt_range_ident *id)
 {
     for (uint32_t i = 0; i < n->n_ranges; i++) {
-        const struct vt_range_ident *r = &n->ranges[i]->cfg.ident;
-        if (memcmp(r->range_id, id->range_id, 16) == 0 && strcmp(r->topic, id->topic) == 0 &&
-            r->topic_epoch == id->topic_epoch && r->range_generation == id->range_generation)
+        if (vt_range_ident_equal(&n->ranges[i]->cfg.ident, id))
             return (int)i;
     }
     return -1;
