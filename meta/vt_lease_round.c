@@ -131,6 +131,9 @@ decide_ours(struct vt_lease_agent *a, uint32_t slot, const struct vt_lease_obs *
         return;
     }
     absent_reset(r);
+    /* Live in metadata, but past our own deadline (renewals unanswered): stop
+     * serving, then verify afresh like any lease found ours. */
+    deadline_check(a, slot, now_ms);
     if (r->held == VT_LEASE_NOT_HELD)
         adopt(a, slot, l, start_ms, now_ms);
     else
@@ -152,7 +155,6 @@ decide(struct vt_lease_agent *a, const struct vt_lease_obs *o, int64_t start_ms,
         a->c.stale_reads++; /* a read older than an epoch we already know: ignore */
         return;
     }
-    deadline_check(a, slot, now_ms);
     if (!l->found) {
         struct vt_lease_action *x = vt_lease__push(a, VT_LEASE_ACT_RANGE_MISSING, slot);
         x->epoch = r->held_epoch;
