@@ -311,7 +311,9 @@ vt_lease_agent_remove(struct vt_lease_agent *a, uint32_t slot)
         return -EINVAL;
     if (r->held != VT_LEASE_NOT_HELD || r->acquire_pending)
         return -EBUSY;
-    hidx_remove(a, hidx_probe(a, r->range));
+    uint32_t pos = hidx_probe(a, r->range);
+    VT_ASSERT(a->hidx[pos] == slot + 1);
+    hidx_remove(a, pos);
     r->used = false;
     r->next_free = a->free_head;
     a->free_head = slot;
