@@ -103,10 +103,13 @@ fmt_into(char *buf, size_t cap, const char *fmt, ...)
 static void
 slot_why(struct vt_mc_slot *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Records a failed attempt: its rc is what the request fails with at its
+ * deadline unless a later attempt fails differently. */
 static void
 slot_why(struct vt_mc_slot *s, int rc, const char *fmt, ...)
 {
     s->last_rc = rc;
+    s->failed = true;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(s->why, sizeof(s->why), fmt, ap);
@@ -126,8 +129,6 @@ fail_class(int rc, const struct vt_mc_slot *s)
         return VT_META_CLIENT_FAIL_UNAUTHORIZED;
     if (rc == -EPROTO)
         return VT_META_CLIENT_FAIL_PROTOCOL;
-    if (rc == -ETIMEDOUT && s->why[0] == '\0')
-        return VT_META_CLIENT_FAIL_TIMEOUT;
     if (rc == -ECONNRESET || rc == -EPIPE)
         return VT_META_CLIENT_FAIL_LOST;
     if (rc == -ETIMEDOUT)
@@ -534,7 +535,8 @@ send_due(struct vt_meta_client *cl)
                 return false;
             }
             cl->st.sends++;
-            slot_why(s, -ETIMEDOUT, "sent to %s, no answer", cl->cur.addr);
+            if (!s->failed) /* else the earlier failure stays the reason */
+                fmt_into(s->why, sizeof(s->why), "sent to %s, no answer", cl->cur.addr);
             slot_move(cl, s, VT_MC_INFLIGHT, false);
         }
         s = next;

@@ -21,9 +21,10 @@
  *  - Unavailable: the request is retried on the same server after a
  *    per-request backoff; three in a row from one server move the walk on.
  *  - A request that had no definite answer by its deadline (submit +
- *    request_timeout_ms) fails with the reason of its last attempt:
- *    -ETIMEDOUT (sent and not answered, or Unavailable / NotLeader until the
- *    end), the connect error (-ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT for a
+ *    request_timeout_ms) fails with the reason of its last failed attempt
+ *    (an attempt still waiting at the deadline does not replace it):
+ *    -ETIMEDOUT (sent and never answered, or Unavailable / NotLeader), the
+ *    connect error (-ECONNREFUSED, -EHOSTUNREACH, -ETIMEDOUT for a
  *    connect timeout, -EACCES for a refused certificate or server name),
  *    -ECONNRESET (the connection was lost), -EPROTO (a malformed answer).
  *    An answer arriving after its request timed out is dropped.

@@ -27,7 +27,8 @@ struct vt_mc_slot {
     uint64_t wire_id;     /* request_id of the last send */
     uint64_t submit_ms, deadline_ms, retry_at_ms;
     uint32_t unavailable_tries;
-    int last_rc;          /* reason of the last failed attempt */
+    int last_rc;          /* reason of the last failed attempt (-ETIMEDOUT if none) */
+    bool failed;          /* an attempt failed (last_rc and why say how) */
     int rc;               /* VT_MC_DONE: the result */
     uint32_t len;         /* the request's payload, then (DONE) the answer's */
     uint8_t *buf;         /* max_payload bytes */

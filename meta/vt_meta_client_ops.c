@@ -27,7 +27,7 @@ vt_mc__target_parse(struct vt_mc_target *t, const char *addr)
     if (inet_pton(AF_INET, hp.host, bin) != 1 && inet_pton(AF_INET6, hp.host, bin) != 1)
         return -EINVAL; /* no DNS on a reactor */
     memset(t, 0, sizeof(*t));
-    snprintf(t->host, sizeof(t->host), "%s", hp.host);
+    memcpy(t->host, hp.host, strlen(hp.host) + 1); /* length checked above */
     t->port = hp.port;
     memcpy(t->addr, addr, len);
     t->addr[len] = '\0';

@@ -20,7 +20,7 @@ static struct vt_meta_peer_config peers[N];
 static struct mc_files mfiles[N];
 static struct vt_cfg_tls mtls[N];
 static char mdir[N][300];
-static char admin_addr[N][32], peer_addr[N][32], cn[N][4];
+static char admin_addr[N][24], peer_addr[N][24], cn[N][4];
 static struct vt_tls_ctx *cli_ctx;
 static unsigned leader; /* index of the leader when the group formed */
 
