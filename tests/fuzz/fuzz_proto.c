@@ -197,7 +197,25 @@ check_decoded(unsigned m, const union any *a, const uint8_t *p, size_t n)
     case M_NODE_STATUS_RESP:
         check_status(&a->st);
         break;
+    case M_LOCATE:
+        if (!vt_topic_valid(a->topic, strlen(a->topic)))
+            abort();
+        break;
+    case M_LOCATE_RESP:
+        if (!vt_topic_valid(a->loc.topic, strlen(a->loc.topic)) || a->loc.n_ranges == 0 ||
+            a->loc.n_ranges > VT_PROTO_LOCATE_MAX_RANGES)
+            abort();
+        for (uint32_t i = 0; i < a->loc.n_ranges; i++) {
+            const struct vt_range_location *l = &a->loc.ranges[i];
+            if (l->index >= l->count || l->has_leader > 1 || l->n_replicas == 0 ||
+                l->n_replicas > VT_PROTO_LOCATE_MAX_REPLICAS ||
+                strlen(l->leader_addr) > VT_PROTO_HINT_ADDR_MAX)
+                abort();
+        }
+        break;
     default:
+        if (a->err.has_hint > 1 || strlen(a->err.hint_addr) > VT_PROTO_HINT_ADDR_MAX)
+            abort();
         if (a->err.retryable > 1 || strlen(a->err.message) > VT_PROTO_ERROR_TEXT_MAX)
             abort();
         break;
