@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "vt_batch.h"
+#include "vt_codec.h"
 #include "vt_clock.h"
 #include "vt_diag.h"
+#include "vt_locate.h"
 #include "vt_metrics.h"
 
 enum { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2 };
@@ -93,6 +95,15 @@ log_fail(struct vt_core *c, struct vt_breq *r, enum vt_repl_err_site site, int r
     range_fail(c, r, code, "%s", msg);
 }
 
+/* A NotLeader / Fenced refusal carrying where the leader is. */
+static void
+range_redirect(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *why)
+{
+    r->has_hint = vt_locate_range_hint(r->b, r->range_idx, r->hint_leader, &r->hint_epoch,
+                                       r->hint_addr, sizeof(r->hint_addr));
+    range_fail(c, r, code, "%s", why);
+}
+
 /* ---- produce ---------------------------------------------------------------- */
 
 static void
@@ -135,6 +146,15 @@ range_epoch(const struct vt_range_actor *ra)
 }
 
 static void
+redirect_why(const struct vt_range_actor *ra, char *why, size_t len, const char *what)
+{
+    char leader[37];
+    vt_uuid_format(ra->b->ranges[ra->idx].leader_uuid, leader);
+    snprintf(why, len, "%s; its leader is %s at epoch %llu", what, leader,
+             (unsigned long long)range_epoch(ra));
+}
+
+static void
 range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
     RANGE_OWNED(ra);
@@ -145,11 +165,26 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
                                             : "closing");
         return;
     }
+    const struct vt_broker_range *br = &ra->b->ranges[ra->idx];
+    char why[160];
+    if (br->replicated && !br->leader) {
+        redirect_why(ra, why, sizeof(why), "this replica does not lead the range");
+        range_redirect(c, r, VT_E_NOT_LEADER, why);
+        return;
+    }
     /* The epoch check happens here, on the range's core, right where the
-     * batch is appended; the commit re-checks it before acknowledging. */
-    if (r->fencing_epoch != 0 && r->fencing_epoch != range_epoch(ra)) {
-        range_fail(c, r, VT_E_FENCED, "request fencing epoch %llu, range epoch %llu",
-                   (unsigned long long)r->fencing_epoch, (unsigned long long)range_epoch(ra));
+     * batch is appended; the commit re-checks it before acknowledging.
+     * Every write names the epoch it was meant for: 0 is not a wildcard. */
+    if (r->fencing_epoch != range_epoch(ra)) {
+        if (r->fencing_epoch == 0)
+            snprintf(why, sizeof(why),
+                     "fencing epoch 0 is refused: Locate the range for its leader's epoch "
+                     "(range epoch %llu)",
+                     (unsigned long long)range_epoch(ra));
+        else
+            snprintf(why, sizeof(why), "request fencing epoch %llu, range epoch %llu",
+                     (unsigned long long)r->fencing_epoch, (unsigned long long)range_epoch(ra));
+        range_redirect(c, r, VT_E_FENCED, why);
         return;
     }
     if (ra->repl != NULL) {

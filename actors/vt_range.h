@@ -49,6 +49,10 @@ struct vt_breq {
     /* answer */
     uint16_t err_code;        /* 0 = success */
     char err_msg[240];
+    bool has_hint;            /* NotLeader / Fenced: where the leader is */
+    uint8_t hint_leader[16];
+    uint64_t hint_epoch;
+    char hint_addr[VT_PROTO_HINT_ADDR_MAX + 1];
     struct vt_produce_resp presp;
     struct vt_repl_waiter qw; /* a produce on a replicated range, while it waits */
     uint64_t next_offset, hwm;

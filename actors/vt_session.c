@@ -14,6 +14,7 @@
 #include "vt_fsutil.h"
 #include "vt_manifest.h"
 #include "vt_metrics.h"
+#include "vt_locate.h"
 #include "vt_range.h"
 
 static void session_complete(struct vt_core *core, struct vt_breq *r);
@@ -467,6 +468,49 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
     session_complete(s->core, r);
 }
 
+/* Any role may locate: producers and consumers both need the leader. */
+static void
+handle_locate(struct vt_session *s, const struct vt_frame *f)
+{
+    SESSION_OWNED(s);
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    const char *why = NULL;
+    if (vt_proto_decode_locate(f->payload, f->payload_len, topic, &why) != 0) {
+        answer_error(s, f->request_id, VT_K_LOCATE, VT_E_INVALID_REQUEST, "%s", why);
+        return;
+    }
+    struct vt_breq *r = breq_new(s, f->request_id, VT_K_LOCATE);
+    struct vt_range_location *locs = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(*locs));
+    if (r == NULL || locs == NULL) {
+        free(locs);
+        close_conn(s, "out of memory");
+        return;
+    }
+    struct vt_locate_resp m = {.ranges = locs};
+    if (vt_locate_static(s->b, topic, &m) != 0) {
+        free(locs);
+        r->err_code = VT_E_WRONG_RANGE;
+        snprintf(r->err_msg, sizeof(r->err_msg), "topic %.200s has no range on this node", topic);
+        session_complete(s->core, r);
+        return;
+    }
+    size_t cap = 512 + (size_t)m.n_ranges * (64 + VT_PROTO_HINT_ADDR_MAX +
+                                             16 * VT_PROTO_LOCATE_MAX_REPLICAS);
+    r->buf = malloc(cap);
+    if (r->buf == NULL) {
+        free(locs);
+        close_conn(s, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->buf, cap);
+    vt_proto_encode_locate_resp(&w, &m);
+    VT_ASSERT(vt_wr_ok(&w));
+    r->len = (uint32_t)w.len;
+    free(locs);
+    session_complete(s->core, r);
+}
+
 static void
 dispatch(struct vt_session *s, const struct vt_frame *f)
 {
@@ -502,6 +546,9 @@ dispatch(struct vt_session *s, const struct vt_frame *f)
     case VT_K_NODE_STATUS:
         handle_node_status(s, f);
         break;
+    case VT_K_LOCATE:
+        handle_locate(s, f);
+        break;
     default:
         answer_error(s, f->request_id, f->kind, VT_E_INVALID_REQUEST, "unknown message kind %u",
                      f->kind);
@@ -521,7 +568,10 @@ write_answer(struct vt_session *s, struct vt_breq *r)
     size_t len;
     uint16_t kind;
     if (r->err_code) {
-        vt_proto_encode_error(&w, r->err_code, r->err_msg);
+        struct vt_leader_hint hint = {.epoch = r->hint_epoch, .addr = r->hint_addr};
+        memcpy(hint.leader, r->hint_leader, 16);
+        bool hinted = r->has_hint && (r->err_code == VT_E_NOT_LEADER || r->err_code == VT_E_FENCED);
+        vt_proto_encode_error_hint(&w, r->err_code, r->err_msg, hinted ? &hint : NULL);
         kind = VT_K_ERROR;
         len = w.len;
     } else if (r->kind == VT_K_PRODUCE) {
@@ -535,10 +585,10 @@ write_answer(struct vt_session *s, struct vt_breq *r)
         payload = r->buf;
         len = FETCH_HEADROOM + r->len;
         kind = VT_K_FETCH_RESP;
-    } else if (r->kind == VT_K_NODE_STATUS) {
+    } else if (r->kind == VT_K_NODE_STATUS || r->kind == VT_K_LOCATE) {
         payload = r->buf;
         len = r->len;
-        kind = VT_K_NODE_STATUS_RESP;
+        kind = r->kind == VT_K_LOCATE ? VT_K_LOCATE_RESP : VT_K_NODE_STATUS_RESP;
     } else {
         kind = VT_K_PONG;
         payload = NULL;

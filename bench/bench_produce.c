@@ -27,7 +27,7 @@ produce_usage(FILE *f)
                "checked: answers in request order, record counts, contiguous base offsets\n"
                "per range, committed_next covering the batch.\n"
                "  --config FILE         client config (addr, server_name, tls, principal,\n"
-               "                        cluster_id, fencing_epoch, range): see bench/README.md\n"
+               "                        cluster_id, range): see bench/README.md\n"
                "  --connections N       client connections (default min(4, ranges)); N must\n"
                "                        be <= the number of ranges: range j is written only by\n"
                "                        connection j mod N, so each range is one idempotent\n"
@@ -326,7 +326,6 @@ load_target(const struct vt_bp_opts *o, struct vt_bp_target *t)
     snprintf(t->key, sizeof(t->key), "%s", cfg.tls.key);
     snprintf(t->principal, sizeof(t->principal), "%s", cfg.principal_text);
     memcpy(t->producer_id, cfg.principal, 16);
-    t->fencing_epoch = cfg.fencing_epoch;
     t->range = cfg.range_ident;
     if (o->producer_epoch_set)
         t->producer_epoch = o->producer_epoch;

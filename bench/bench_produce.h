@@ -73,7 +73,6 @@ struct vt_bp_target {
     char principal[VT_PROTO_PRINCIPAL_MAX + 1];
     uint8_t producer_id[16]; /* the principal as a UUID */
     uint64_t producer_epoch; /* from the config; --producer-epoch overrides */
-    uint64_t fencing_epoch;
     struct vt_range_ident range;
 };
 

@@ -133,7 +133,7 @@ json_params(struct json *j, const struct vt_bp_run *run, const struct vt_bp_resu
     jstr(j, "node_id", run->setup.node_id);
     jstr(j, "principal", t->principal);
     ju64(j, "producer_epoch", t->producer_epoch);
-    ju64(j, "fencing_epoch", t->fencing_epoch);
+    ju64(j, "fencing_epoch", run->n_ranges ? run->ranges[0].fencing_epoch : 0);
     ju64(j, "connections", o->connections);
     ju64(j, "ranges", run->n_ranges);
     ju64(j, "client_cores", o->client_cores);

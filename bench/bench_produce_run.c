@@ -97,7 +97,6 @@ resolve_ranges(struct vt_bp_run *run)
         struct vt_bp_range *r = &run->ranges[i];
         r->ident = pick[i]->range;
         vt_uuid_format(r->ident.range_id, r->id_text);
-        r->fencing_epoch = run->target->fencing_epoch;
         r->status_next_offset = pick[i]->next_offset;
         r->first_offset = UINT64_MAX;
         if (pick[i]->state != 1) {
@@ -105,16 +104,9 @@ resolve_ranges(struct vt_bp_run *run)
                        pick[i]->state);
             return 1;
         }
-        if (r->fencing_epoch == 0) /* "whatever the leader writes at now" */
-            r->fencing_epoch = pick[i]->fencing_epoch;
-        if (pick[i]->fencing_epoch != r->fencing_epoch) {
-            vt_bp_fail(run,
-                       "range %s: node %s is at fencing epoch %llu, the config says %llu "
-                       "(set fencing_epoch in %s)",
-                       r->id_text, s->node_id, (unsigned long long)pick[i]->fencing_epoch,
-                       (unsigned long long)r->fencing_epoch, o->config_path);
-            return 1;
-        }
+        /* the epoch the leader writes at now, as its status says (clients
+         * never configure epochs) */
+        r->fencing_epoch = pick[i]->fencing_epoch;
     }
     run->n_ranges = n;
     return 0;

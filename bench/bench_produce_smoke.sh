@@ -75,7 +75,6 @@ server_name: $node_cn
 tls: {ca: $certs/ca.pem, cert: $certs/$client_cn.pem, key: $certs/$client_cn.key}
 principal: $client_cn
 producer_epoch: 1
-fencing_epoch: 1
 range: {topic: orders, topic_epoch: 1, range_id: $range_a, range_generation: 0}
 YAML
 

@@ -17,6 +17,8 @@
 #include "ctl.h"
 #include "ctl_client.h"
 #include "vt_client.h"
+#include "vt_codec.h"
+#include "vt_config.h"
 #include "vt_content.h"
 #include "vt_file.h"
 
@@ -80,7 +82,11 @@ struct produce_slot {
 struct produce_run {
     const struct produce_opts *o;
     struct vt_client_config cfg;
+    struct vt_client_config dial; /* cfg, pointed at the node we talk to now */
+    char dial_name[37];           /* its CN when a redirect named the leader */
     struct vt_client *client;
+    uint64_t epoch;               /* the fencing epoch Locate (or a redirect) gave */
+    uint64_t redirects;
     struct vt_content_builder builder;
     uint8_t *batch_buf;
     size_t batch_cap;
@@ -259,7 +265,7 @@ send_next(struct produce_run *r)
                                        r->cfg.producer_epoch, r->next_seq, n);
     VT_ASSERT(len > 0);
     struct vt_produce_req req = {.range = r->cfg.range_ident,
-                                 .fencing_epoch = r->cfg.fencing_epoch,
+                                 .fencing_epoch = r->epoch,
                                  .durability = r->o->durability,
                                  .batch = r->batch_buf,
                                  .batch_len = (uint32_t)len};
@@ -313,7 +319,7 @@ rewind_after_refusal(struct produce_run *r)
         if (rc != -EREMOTEIO)
             return finish_client_error(r, rc);
         const struct vt_error_msg *e = vt_client_server_error(r->client);
-        if (!e->retryable && e->code != VT_E_SEQUENCE_GAP)
+        if (!e->retryable && e->code != VT_E_SEQUENCE_GAP && e->code != VT_E_FENCED)
             return finish_client_error(r, rc);
     }
     uint32_t shift = r->retry_streak - 1 < 10 ? r->retry_streak - 1 : 10;
@@ -321,6 +327,84 @@ rewind_after_refusal(struct produce_run *r)
     sleep_ms(ms < PRODUCE_BACKOFF_MAX_MS ? ms : PRODUCE_BACKOFF_MAX_MS);
     r->next_seq = refused_first;
     return 0;
+}
+
+/* ---- following the leader ----------------------------------------------------- */
+
+static bool
+redirected(const struct produce_run *r)
+{
+    uint16_t code = vt_client_server_error(r->client)->code;
+    return code == VT_E_FENCED || code == VT_E_NOT_LEADER;
+}
+
+/* Asks the node we are connected to where the range is led and at which
+ * epoch. */
+static int
+locate(struct produce_run *r)
+{
+    struct vt_range_location loc;
+    int rc = vt_client_locate_range(r->client, &r->cfg.range_ident, &loc);
+    if (rc != 0)
+        return rc;
+    r->epoch = loc.fencing_epoch;
+    return 0;
+}
+
+/* Connects to `addr` ("host:port") expecting certificate CN `name` (NULL:
+ * the configured server_name), replacing the current connection. */
+static int
+reconnect(struct produce_run *r, const char *addr, const char *name)
+{
+    struct vt_cfg_hostport hp;
+    const char *why = "";
+    if (vt_cfg_parse_hostport(addr, strlen(addr), &hp, &why) != 0) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "the node named leader address \"%.256s\": %.100s", addr,
+                 why);
+        return finish_error(r, CTL_EXIT_FAIL, msg);
+    }
+    vt_client_close(r->client);
+    r->client = NULL;
+    r->dial = r->cfg;
+    r->dial.addr = hp;
+    if (name != NULL) {
+        snprintf(r->dial_name, sizeof(r->dial_name), "%s", name);
+        r->dial.server_name = r->dial_name;
+    }
+    char err[600];
+    if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) != 0)
+        return finish_error(r, CTL_EXIT_INTERRUPTED, err);
+    return 0;
+}
+
+/* The oldest batch was refused NotLeader or Fenced: take the leader and
+ * epoch the refusal named (or Locate again), then resend from that batch
+ * like any retryable refusal. The producer's sequence numbers make the
+ * resend safe: what was already written comes back as a duplicate. */
+static int
+follow_leader(struct produce_run *r)
+{
+    struct vt_error_msg e = *vt_client_server_error(r->client);
+    uint64_t old_epoch = r->epoch;
+    int rc = rewind_after_refusal(r); /* drains the refused window and backs off */
+    if (rc != 0)
+        return rc;
+    r->redirects++;
+    if (e.has_hint && e.hint_addr[0] != '\0') {
+        char name[37];
+        vt_uuid_format(e.hint_leader, name);
+        char here[300];
+        snprintf(here, sizeof(here), "%s:%u", r->dial.addr.host, r->dial.addr.port);
+        if (strcmp(here, e.hint_addr) != 0 && (rc = reconnect(r, e.hint_addr, name)) != 0)
+            return rc;
+    }
+    if (e.has_hint && e.hint_epoch > old_epoch) {
+        r->epoch = e.hint_epoch;
+        return 0;
+    }
+    rc = locate(r);
+    return rc != 0 ? finish_client_error(r, rc) : 0;
 }
 
 static int
@@ -335,6 +419,12 @@ produce_loop(struct produce_run *r)
         struct produce_slot s = *slot_at(r, 0);
         struct vt_produce_resp a;
         int rc = vt_client_produce_wait(r->client, s.request_id, &a);
+        if (rc == -EREMOTEIO && !vt_client_broken(r->client) && redirected(r)) {
+            rc = follow_leader(r);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         if (rc == -EREMOTEIO && !vt_client_broken(r->client) &&
             vt_client_server_error(r->client)->retryable) {
             rc = rewind_after_refusal(r);
@@ -401,10 +491,19 @@ ctl_produce_main(int argc, char **argv)
     if (rc != 0)
         return rc;
     char err[600];
-    if (vt_client_connect(&r.cfg, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
+    r.dial = r.cfg;
+    if (vt_client_connect(&r.dial, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
         ctl_errorf("produce: %s", err);
         vt_client_config_free(&r.cfg);
         return CTL_EXIT_FAIL;
+    }
+    r.dial = r.cfg;
+    rc = locate(&r);
+    if (rc != 0) {
+        rc = finish_client_error(&r, rc);
+        vt_client_close(r.client);
+        vt_client_config_free(&r.cfg);
+        return rc;
     }
     rc = produce_prepare(&r);
     if (rc == 0)

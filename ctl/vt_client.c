@@ -26,7 +26,7 @@ vt_client__fail(struct vt_client *c, int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->err, sizeof(c->err), fmt, ap);
     va_end(ap);
-    if (rc != -EREMOTEIO && rc != -EINVAL && rc != -EBUSY)
+    if (rc != -EREMOTEIO && rc != -EINVAL && rc != -EBUSY && rc != -ENOENT)
         c->broken = true;
     return rc;
 }

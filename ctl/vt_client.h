@@ -18,6 +18,7 @@
  *   -EREMOTEIO     the server answered with an Error frame; its code and
  *                  text are in vt_client_server_error()
  *   -EINVAL        a caller error (e.g. a payload over the negotiated frame)
+ *   -ENOENT        Locate: the topic has no such range (the connection stays usable)
  * After -ECONNRESET, -ETIMEDOUT or -EPROTO the connection is unusable
  * (vt_client_broken() is true); after -EREMOTEIO it usually is not (unless
  * the error concerned the whole connection, request id 0). */
@@ -114,6 +115,16 @@ int vt_client_fetch(struct vt_client *c, const struct vt_fetch_req *req,
 /* NodeStatus (synchronous). out->ranges must point at
  * VT_PROTO_STATUS_MAX_RANGES entries. */
 int vt_client_node_status(struct vt_client *c, struct vt_node_status_resp *out) VT_MUST_USE;
+
+/* Locate (synchronous): the ranges of `topic`, each one's leader and
+ * epoch, as the node knows them. out->ranges must point at
+ * VT_PROTO_LOCATE_MAX_RANGES entries. An unknown topic is -EREMOTEIO
+ * (WrongRange). */
+int vt_client_locate(struct vt_client *c, const char *topic, struct vt_locate_resp *out) VT_MUST_USE;
+/* Locate of one range by identity: 0 and *out, -ENOENT when the topic has
+ * no such range (or another incarnation), or Locate's errors. */
+int vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *range,
+                           struct vt_range_location *out) VT_MUST_USE;
 
 /* Ping / Pong round trip. */
 int vt_client_ping(struct vt_client *c) VT_MUST_USE;

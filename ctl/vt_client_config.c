@@ -40,7 +40,6 @@ static const struct vt_cfg_field client_fields[] = {
     VT_CFG_BLOCK_F(CC, tls, "tls", true, &vt_cfg_tls_schema),
     VT_CFG_UUID_F(CC, principal, "principal", true),
     VT_CFG_U64_F(CC, producer_epoch, "producer_epoch", false, 0, UINT64_MAX),
-    VT_CFG_U64_F(CC, fencing_epoch, "fencing_epoch", false, 0, UINT64_MAX),
     VT_CFG_F(CC, range, "range", VT_CFG_BLOCK, true, 0, 0, .sub = &range_schema),
     VT_CFG_DURATION_F(CC, connect_timeout_ms, "connect_timeout", false, 1, 600000),
     VT_CFG_DURATION_F(CC, request_timeout_ms, "request_timeout", false, 1, 3600000),

@@ -11,10 +11,12 @@
  *   tls: {ca: ca.pem, cert: client.pem, key: client.key}
  *   principal: 11111111-1111-4111-8111-111111111111    # = client cert CN = producer id
  *   producer_epoch: 1
- *   fencing_epoch: 1
  *   range: {topic: orders, topic_epoch: 1, range_id: <uuid>, range_generation: 0}
  *   connect_timeout: 5s      # optional: TCP connect + TLS + hello
  *   request_timeout: 30s     # optional: longest wait for any one response
+ *
+ * There is no fencing epoch: tools Locate the range and write at the epoch
+ * its leader holds (a `fencing_epoch` key is refused as unknown).
  *
  * Loading reads a file (blocking): call it from a tool's own thread, never
  * from a reactor. Errors name FILE:LINE and the key (runtime/vt_config.h).
@@ -47,7 +49,6 @@ struct vt_client_config {
     struct vt_cfg_tls tls;       /* ca signs the nodes; cert's CN is the principal */
     uint8_t principal[16];       /* client cert CN; also the batches' producer id */
     uint64_t producer_epoch;
-    uint64_t fencing_epoch;      /* sent with Produce; Fetch sends 0 (any) */
     struct vt_client_range_config range;
     uint64_t connect_timeout_ms;
     uint64_t request_timeout_ms;

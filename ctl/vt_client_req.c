@@ -3,6 +3,7 @@
  * -EREMOTEIO. The connection and frame layer is vt_client.c. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -170,5 +171,60 @@ vt_client_ping(struct vt_client *c)
     if (rc == 0 && f.payload_len != 0)
         return vt_client__fail(c, -EPROTO, "Pong with a %" PRIu32 "-byte payload",
                                f.payload_len);
+    return rc;
+}
+
+int
+vt_client_locate(struct vt_client *c, const char *topic, struct vt_locate_resp *out)
+{
+    VT_ASSERT(out != NULL && out->ranges != NULL && topic != NULL);
+    if (!vt_topic_valid(topic, strlen(topic)))
+        return vt_client__fail(c, -EINVAL, "locate: bad topic name \"%s\"", topic);
+    uint8_t payload[8 + VT_TOPIC_MAX_BYTES];
+    struct vt_wr w;
+    vt_wr_init(&w, payload, sizeof(payload));
+    vt_proto_encode_locate(&w, topic);
+    uint64_t id;
+    int rc = vt_client_send(c, VT_K_LOCATE, payload, (uint32_t)w.len, true, &id);
+    if (rc != 0)
+        return rc;
+    struct vt_frame f;
+    rc = vt_client_wait_response(c, id, VT_K_LOCATE_RESP, &f);
+    if (rc != 0)
+        return rc;
+    const char *why = NULL;
+    if (vt_proto_decode_locate_resp(f.payload, f.payload_len, out, &why) != 0)
+        return vt_client__fail(c, -EPROTO, "bad LocateResponse: %s", why);
+    if (strcmp(out->topic, topic) != 0)
+        return vt_client__fail(c, -EPROTO, "LocateResponse for topic \"%s\", asked for \"%s\"",
+                               out->topic, topic);
+    return 0;
+}
+
+int
+vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *range,
+                       struct vt_range_location *out)
+{
+    VT_ASSERT(range != NULL && out != NULL);
+    struct vt_range_location *locs = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(*locs));
+    if (locs == NULL)
+        return vt_client__fail(c, -ENOMEM, "locate: out of memory");
+    struct vt_locate_resp m = {.ranges = locs};
+    int rc = vt_client_locate(c, range->topic, &m);
+    if (rc == 0) {
+        bool found = false;
+        for (uint32_t i = 0; i < m.n_ranges && !found; i++) {
+            if (memcmp(locs[i].range_id, range->range_id, 16) == 0 &&
+                m.topic_epoch == range->topic_epoch &&
+                locs[i].range_generation == range->range_generation) {
+                *out = locs[i];
+                found = true;
+            }
+        }
+        if (!found)
+            rc = vt_client__fail(c, -ENOENT, "locate: topic %s (epoch %" PRIu64 ") has no range "
+                                 "with that id", range->topic, m.topic_epoch);
+    }
+    free(locs);
     return rc;
 }

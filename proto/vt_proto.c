@@ -26,6 +26,7 @@ vt_proto_error_name(uint16_t code)
     case VT_E_SEQUENCE_BELOW_WINDOW: return "SequenceBelowWindow";
     case VT_E_PRODUCER_FENCED: return "ProducerFenced";
     case VT_E_SEQUENCE_FIRST: return "SequenceFirst";
+    case VT_E_NOT_LEADER: return "NotLeader";
     default: return "Unknown";
     }
 }

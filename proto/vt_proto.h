@@ -36,6 +36,15 @@
  *                              send_next u64 | lag u64 | inflight_requests u32 |
  *                              inflight_bytes u64 | resyncs u64 | fences u64 |
  *                              truncated u64)
+ *   92    Locate               topic str (1..249 bytes of [A-Za-z0-9._-])
+ *   93    LocateResponse       topic str | topic_epoch u64 | source u8 (1 metadata,
+ *                              2 this node's static config) | n u32 (1..1024) |
+ *                              n x range location, where range location =
+ *                              range_id uuid | range_generation u64 | index u32 |
+ *                              count u32 | fencing_epoch u64 | has_leader u8 (0/1) |
+ *                              leader uuid | leader_addr str (<= 256, "" unknown) |
+ *                              n_replicas u8 (1..7) | n_replicas x node uuid
+ *                              (has_leader 0 requires a zero leader and "")
  *
  * Decoders treat bytes as untrusted: every length is checked against its
  * limit before use, strings are validated, and trailing bytes are refused;
@@ -73,6 +82,8 @@ enum vt_proto_kind {
     VT_K_PONG = 51,
     VT_K_NODE_STATUS = 90,
     VT_K_NODE_STATUS_RESP = 91,
+    VT_K_LOCATE = 92,
+    VT_K_LOCATE_RESP = 93,
 };
 
 /* Error codes carried by VT_K_ERROR. Retryable: OVERLOADED and STORAGE. */
@@ -91,6 +102,8 @@ enum vt_proto_error {
     VT_E_SEQUENCE_BELOW_WINDOW = 14, /* too old to prove a duplicate */
     VT_E_PRODUCER_FENCED = 15,   /* producer epoch below the highest seen */
     VT_E_SEQUENCE_FIRST = 16,    /* a new producer epoch must start at sequence 0 */
+    VT_E_NOT_LEADER = 17,        /* this replica does not lead the range: the Error's
+                                  * hint names the leader when known (retryable) */
 };
 const char *vt_proto_error_name(uint16_t code);
 
@@ -157,6 +170,41 @@ struct vt_fetch_resp {
     const uint8_t *batches; /* whole batches (the first may start before `start`) */
     uint32_t batches_len;
 };
+
+/* ---- Locate ---------------------------------------------------------------- */
+
+#define VT_PROTO_LOCATE_MAX_RANGES 1024u
+#define VT_PROTO_LOCATE_MAX_REPLICAS 7u
+
+enum { VT_LOCATE_SRC_METADATA = 1, VT_LOCATE_SRC_STATIC = 2 };
+
+/* Where one range of a topic lives. */
+struct vt_range_location {
+    uint8_t range_id[16];
+    uint64_t range_generation;
+    uint32_t index, count;   /* this range is index of count ranges of the topic */
+    uint64_t fencing_epoch;  /* the epoch produce must carry (the leader's) */
+    uint8_t has_leader;
+    uint8_t leader[16];
+    char leader_addr[VT_PROTO_HINT_ADDR_MAX + 1]; /* "" unknown */
+    uint8_t n_replicas;
+    uint8_t replicas[VT_PROTO_LOCATE_MAX_REPLICAS][16];
+};
+
+struct vt_locate_resp {
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    uint64_t topic_epoch;
+    uint8_t source; /* VT_LOCATE_SRC_* */
+    uint32_t n_ranges;
+    struct vt_range_location *ranges; /* decode: caller array of VT_PROTO_LOCATE_MAX_RANGES */
+};
+
+void vt_proto_encode_locate(struct vt_wr *w, const char *topic);
+int vt_proto_decode_locate(const uint8_t *p, size_t len, char topic[VT_TOPIC_MAX_BYTES + 1],
+                           const char **why) VT_MUST_USE;
+void vt_proto_encode_locate_resp(struct vt_wr *w, const struct vt_locate_resp *m);
+int vt_proto_decode_locate_resp(const uint8_t *p, size_t len, struct vt_locate_resp *m,
+                                const char **why) VT_MUST_USE;
 
 #define VT_PROTO_STATUS_MAX_RANGES 4096u
 

@@ -46,7 +46,7 @@ vt_proto_finish(struct vt_rd *r, const char **why)
 bool
 vt_proto_error_retryable(uint16_t code)
 {
-    return code == 8 /* Overloaded */ || code == 9 /* Storage */;
+    return code == 8 /* Overloaded */ || code == 9 /* Storage */ || code == 17 /* NotLeader */;
 }
 
 void
@@ -76,10 +76,35 @@ vt_proto_encode_text(struct vt_wr *w, const char *s, size_t n)
 void
 vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message)
 {
+    vt_proto_encode_error_hint(w, code, message, NULL);
+}
+
+void
+vt_proto_encode_error_hint(struct vt_wr *w, uint16_t code, const char *message,
+                           const struct vt_leader_hint *hint)
+{
     VT_ASSERT(w != NULL && message != NULL);
+    VT_ASSERT(hint == NULL || code == 17 /* NotLeader */ || code == 6 /* Fenced */);
     vt_wr_u16(w, code);
     vt_wr_u8(w, vt_proto_error_retryable(code) ? 1 : 0);
     vt_proto_encode_text(w, message, strlen(message));
+    if (hint == NULL)
+        return;
+    size_t alen = hint->addr != NULL ? strlen(hint->addr) : 0;
+    VT_ASSERT(alen <= VT_PROTO_HINT_ADDR_MAX);
+    vt_wr_u8(w, 1);
+    vt_wr_raw(w, hint->leader, 16);
+    vt_wr_u64(w, hint->epoch);
+    vt_wr_bytes(w, alen ? hint->addr : "", alen);
+}
+
+void
+vt_proto_reencode_error(struct vt_wr *w, const struct vt_error_msg *m)
+{
+    VT_ASSERT(m != NULL);
+    struct vt_leader_hint h = {.epoch = m->hint_epoch, .addr = m->hint_addr};
+    memcpy(h.leader, m->hint_leader, 16);
+    vt_proto_encode_error_hint(w, m->code, m->message, m->has_hint ? &h : NULL);
 }
 
 int
@@ -100,5 +125,23 @@ vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m, cons
     }
     memcpy(m->message, s, n);
     m->message[n] = '\0';
+    if (vt_rd_remaining(&r) == 0)
+        return 0;
+    if (m->code != 17 && m->code != 6) {
+        *why = "trailing bytes after the message (a leader hint only follows NotLeader or Fenced)";
+        return -EBADMSG;
+    }
+    const uint8_t *leader = NULL;
+    if (vt_rd_u8(&r, "hint", &m->has_hint) || vt_rd_raw(&r, "hint leader", 16, &leader) ||
+        vt_rd_u64(&r, "hint epoch", &m->hint_epoch) ||
+        vt_rd_str(&r, "hint address", VT_PROTO_HINT_ADDR_MAX, &s, &n))
+        return vt_proto_fail(&r, why);
+    if (m->has_hint != 1) {
+        *why = "hint: must be 1 when present";
+        return -EBADMSG;
+    }
+    memcpy(m->hint_leader, leader, 16);
+    memcpy(m->hint_addr, s, n);
+    m->hint_addr[n] = '\0';
     return vt_proto_finish(&r, why);
 }

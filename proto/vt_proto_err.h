@@ -8,6 +8,13 @@
  *   2    1     retryable u8, 0 or 1 (derived from the code by the encoder)
  *   3    4     message length u32, <= VT_PROTO_ERROR_TEXT_MAX
  *   7    n     message: UTF-8 without NUL
+ *   optional, only after NotLeader (17) or Fenced (6): a leader hint
+ *   +0   1     hint u8 = 1
+ *   +1   16    leader node UUID (the lease holder this node knows of)
+ *   +17  8     fencing epoch of that leader, u64
+ *   +25  4+n   leader's native address str ("host:port", <= 256 B; "" unknown)
+ *   A body without the tail is an error without a hint (older senders and
+ *   every other code).
  *
  * The encoder cuts a longer message at a UTF-8 boundary at or below the
  * limit and sends text that is not valid UTF-8 with its NUL and non-ASCII
@@ -30,19 +37,39 @@
 #include "vt_codec.h"
 
 #define VT_PROTO_ERROR_TEXT_MAX 4096u
+#define VT_PROTO_HINT_ADDR_MAX 256u
 
 /* Kind 40 decoded. */
 struct vt_error_msg {
     uint16_t code;
     uint8_t retryable;
     char message[VT_PROTO_ERROR_TEXT_MAX + 1]; /* NUL-terminated */
+    /* the leader hint (NotLeader / Fenced), has_hint 0 when absent */
+    uint8_t has_hint;
+    uint8_t hint_leader[16];
+    uint64_t hint_epoch;
+    char hint_addr[VT_PROTO_HINT_ADDR_MAX + 1]; /* NUL-terminated, "" unknown */
 };
 
-/* OVERLOADED (8) and STORAGE (9) are retryable on both planes. */
+/* Where a NotLeader / Fenced refusal sends the client. */
+struct vt_leader_hint {
+    uint8_t leader[16];
+    uint64_t epoch;
+    const char *addr; /* "" or NULL: unknown */
+};
+
+/* OVERLOADED (8), STORAGE (9) and NOT_LEADER (17) are retryable on both
+ * planes (NotLeader: the same request succeeds at the leader). */
 bool vt_proto_error_retryable(uint16_t code);
 
 /* `message` may be any C string; see the file comment for what is sent. */
 void vt_proto_encode_error(struct vt_wr *w, uint16_t code, const char *message);
+/* The same with a leader hint (hint NULL: none). A hint on another code
+ * than NotLeader/Fenced is a caller bug (asserted). */
+void vt_proto_encode_error_hint(struct vt_wr *w, uint16_t code, const char *message,
+                                const struct vt_leader_hint *hint);
+/* Encodes a decoded Error again, its hint included. */
+void vt_proto_reencode_error(struct vt_wr *w, const struct vt_error_msg *m);
 int vt_proto_decode_error(const uint8_t *p, size_t len, struct vt_error_msg *m,
                           const char **why) VT_MUST_USE;
 

@@ -133,7 +133,6 @@ server_name: $(cl_uuid "$1")
 tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}
 principal: $CL_CLIENT
 producer_epoch: 1
-fencing_epoch: 0
 range: {topic: demo, topic_epoch: 1, range_id: $2, range_generation: 0}
 YAML
 }

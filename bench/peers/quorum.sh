@@ -185,7 +185,6 @@ server_name: $node_cn
 tls: {ca: $dir/certs/ca.pem, cert: $dir/certs/$client_cn.pem, key: $dir/certs/$client_cn.key}
 principal: $client_cn
 producer_epoch: 1
-fencing_epoch: 1
 range: {topic: demo, topic_epoch: 1, range_id: $range_a, range_generation: 0}
 YAML
 }

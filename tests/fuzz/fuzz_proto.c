@@ -1,6 +1,6 @@
 /* libFuzzer target: every client-plane decoder (proto/vt_proto) and the
  * shared Error body (proto/vt_proto_err) on untrusted bytes. The first byte
- * picks the decoder (mod 9); the rest is its payload. A refusal must say
+ * picks the decoder (mod 11); the rest is its payload. A refusal must say
  * why; a payload that decodes must satisfy what its decoder promises and
  * re-encode to exactly the input (every layout is canonical; Error only when
  * its retryable byte matches the code), and the re-encoding must decode and
@@ -22,7 +22,7 @@
 #include "vt_proto.h"
 
 #define OUT_CAP (1u << 20)
-#define MODES 9u
+#define MODES 11u
 
 enum mode {
     M_CLIENT_HELLO,
@@ -34,6 +34,8 @@ enum mode {
     M_WINDOW_UPDATE,
     M_NODE_STATUS_RESP,
     M_ERROR,
+    M_LOCATE,
+    M_LOCATE_RESP,
 };
 
 union any {
@@ -46,6 +48,8 @@ union any {
     uint64_t window;
     struct vt_node_status_resp st;
     struct vt_error_msg err;
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    struct vt_locate_resp loc;
 };
 
 /* Two of everything: the input's decode and its re-encoding's decode (the
@@ -54,6 +58,8 @@ static union any any2;
 static struct vt_range_status ranges1[VT_PROTO_STATUS_MAX_RANGES];
 static struct vt_range_status ranges2[VT_PROTO_STATUS_MAX_RANGES];
 static uint8_t out1[OUT_CAP], out2[OUT_CAP];
+static struct vt_range_location locs1[VT_PROTO_LOCATE_MAX_RANGES];
+static struct vt_range_location locs2[VT_PROTO_LOCATE_MAX_RANGES];
 
 /* Decodes p as mode `m` (a produce with the session's limit: its payload
  * length); on success re-encodes into w. */
@@ -95,9 +101,17 @@ decode_encode(unsigned m, const uint8_t *p, size_t n, union any *a, struct vt_wr
         if ((rc = vt_proto_decode_node_status_resp(p, n, &a->st, why)) == 0)
             vt_proto_encode_node_status_resp(w, &a->st);
         return rc;
+    case M_LOCATE:
+        if ((rc = vt_proto_decode_locate(p, n, a->topic, why)) == 0)
+            vt_proto_encode_locate(w, a->topic);
+        return rc;
+    case M_LOCATE_RESP:
+        if ((rc = vt_proto_decode_locate_resp(p, n, &a->loc, why)) == 0)
+            vt_proto_encode_locate_resp(w, &a->loc);
+        return rc;
     default:
         if ((rc = vt_proto_decode_error(p, n, &a->err, why)) == 0)
-            vt_proto_encode_error(w, a->err.code, a->err.message);
+            vt_proto_reencode_error(w, &a->err);
         return rc;
     }
 }
@@ -183,7 +197,25 @@ check_decoded(unsigned m, const union any *a, const uint8_t *p, size_t n)
     case M_NODE_STATUS_RESP:
         check_status(&a->st);
         break;
+    case M_LOCATE:
+        if (!vt_topic_valid(a->topic, strlen(a->topic)))
+            abort();
+        break;
+    case M_LOCATE_RESP:
+        if (!vt_topic_valid(a->loc.topic, strlen(a->loc.topic)) || a->loc.n_ranges == 0 ||
+            a->loc.n_ranges > VT_PROTO_LOCATE_MAX_RANGES)
+            abort();
+        for (uint32_t i = 0; i < a->loc.n_ranges; i++) {
+            const struct vt_range_location *l = &a->loc.ranges[i];
+            if (l->index >= l->count || l->has_leader > 1 || l->n_replicas == 0 ||
+                l->n_replicas > VT_PROTO_LOCATE_MAX_REPLICAS ||
+                strlen(l->leader_addr) > VT_PROTO_HINT_ADDR_MAX)
+                abort();
+        }
+        break;
     default:
+        if (a->err.has_hint > 1 || strlen(a->err.hint_addr) > VT_PROTO_HINT_ADDR_MAX)
+            abort();
         if (a->err.retryable > 1 || strlen(a->err.message) > VT_PROTO_ERROR_TEXT_MAX)
             abort();
         break;
@@ -285,6 +317,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct vt_wr w1, w2;
     const char *why = NULL;
     any1.st.ranges = ranges1;
+    if (m == M_LOCATE_RESP)
+        any1.loc.ranges = locs1;
     vt_wr_init(&w1, out1, sizeof(out1));
     int rc = decode_encode(m, p, n, &any1, &w1, &why);
     if (m == M_PRODUCE)
@@ -304,6 +338,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* decode(encode(m)) succeeds and encodes to the same bytes again. */
     any2.st.ranges = ranges2;
+    if (m == M_LOCATE_RESP)
+        any2.loc.ranges = locs2;
     vt_wr_init(&w2, out2, sizeof(out2));
     why = NULL;
     if (decode_encode(m, out1, w1.len, &any2, &w2, &why) != 0)
@@ -340,6 +376,8 @@ put(const char *dir, unsigned mode, const char *name, const struct vt_wr *w)
     struct vt_wr again;
     const char *why = "";
     any2.st.ranges = ranges2;
+    if (mode == M_LOCATE_RESP)
+        any2.loc.ranges = locs2;
     vt_wr_init(&again, out2, sizeof(out2));
     if (!vt_wr_ok(w) || decode_encode(mode, w->buf, w->len, &any2, &again, &why) != 0 ||
         again.len != w->len || memcmp(out2, w->buf, w->len) != 0) {
@@ -458,6 +496,29 @@ seed_responses(const char *dir, struct vt_wr *w, const struct vt_range_ident *r)
     vt_wr_init(w, out1, sizeof(out1));
     vt_proto_encode_error(w, VT_E_WRONG_RANGE, "range orders is not hosted here");
     bad |= put(dir, M_ERROR, "error_wrong_range", w);
+    struct vt_leader_hint hint = {.epoch = 7, .addr = "127.0.0.1:7100"};
+    memset(hint.leader, 0x42, 16);
+    vt_wr_init(w, out1, sizeof(out1));
+    vt_proto_encode_error_hint(w, VT_E_NOT_LEADER, "not the leader", &hint);
+    bad |= put(dir, M_ERROR, "error_not_leader", w);
+
+    vt_wr_init(w, out1, sizeof(out1));
+    vt_proto_encode_locate(w, "orders");
+    bad |= put(dir, M_LOCATE, "locate", w);
+    memset(locs1, 0, 2 * sizeof(locs1[0]));
+    struct vt_locate_resp loc = {.topic_epoch = 3, .source = VT_LOCATE_SRC_METADATA,
+                                 .n_ranges = 2, .ranges = locs1};
+    snprintf(loc.topic, sizeof(loc.topic), "orders");
+    locs1[0] = (struct vt_range_location){.index = 0, .count = 2, .fencing_epoch = 4,
+                                          .has_leader = 1, .n_replicas = 3};
+    memset(locs1[0].leader, 0x42, 16);
+    snprintf(locs1[0].leader_addr, sizeof(locs1[0].leader_addr), "127.0.0.1:7100");
+    memset(locs1[0].replicas[1], 0x43, 16);
+    locs1[1] = (struct vt_range_location){.index = 1, .count = 2, .n_replicas = 1};
+    memset(locs1[1].range_id, 0x11, 16);
+    vt_wr_init(w, out1, sizeof(out1));
+    vt_proto_encode_locate_resp(w, &loc);
+    bad |= put(dir, M_LOCATE_RESP, "locate_resp", w);
     return bad;
 }
 

@@ -128,7 +128,7 @@ fuzz_multi_resp_and_error(const uint8_t *data, size_t size)
     bool canonical = rc == 0 && e.retryable == (vt_proto_error_retryable(e.code) ? 1 : 0);
     vt_wr_init(&w, out_buf, sizeof(out_buf));
     if (canonical)
-        vt_proto_encode_error(&w, e.code, e.message);
+        vt_proto_reencode_error(&w, &e);
     check(rc, why, canonical ? &w : NULL, data, size);
 }
 

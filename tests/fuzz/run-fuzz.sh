@@ -53,7 +53,7 @@ ADMIN=("$SRC/meta/vt_meta_admin_proto.c" "$SRC/meta/vt_meta_codec.c"
        "$SRC/runtime/vt_config_scalar.c")
 # proto needs the client-plane codecs, the Error body codec and the frame
 # limits they negotiate; frame only the frame codec (CRC32C is in COMMON).
-PROTO=("$SRC/proto/vt_proto.c" "$SRC/proto/vt_proto_err.c" "$SRC/runtime/vt_frame.c")
+PROTO=("$SRC/proto/vt_proto.c" "$SRC/proto/vt_proto_locate.c" "$SRC/proto/vt_proto_err.c" "$SRC/runtime/vt_frame.c")
 FRAME=("$SRC/runtime/vt_frame.c")
 targets=(batch manifest repl_proto meta_admin proto frame)
 if [ -e /usr/include/raft.h ]; then

@@ -69,7 +69,6 @@ server_name: $NODE_CN
 tls: {ca: $work/certs/ca.pem, cert: $work/certs/$CLIENT_CN.pem, key: $work/certs/$CLIENT_CN.key}
 principal: $CLIENT_CN
 producer_epoch: 1
-fencing_epoch: 1
 range: {topic: t$N, topic_epoch: 1, range_id: 33333333-3333-4333-8333-$(printf '%012d' $N), range_generation: 0}
 request_timeout: 20s
 YAML

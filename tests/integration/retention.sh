@@ -70,7 +70,6 @@ server_name: $NODE_CN
 tls: {ca: $work/certs/ca.pem, cert: $work/certs/$CLIENT_CN.pem, key: $work/certs/$CLIENT_CN.key}
 principal: $CLIENT_CN
 producer_epoch: 1
-fencing_epoch: 1
 range: {topic: orders, topic_epoch: 1, range_id: 22222222-2222-4222-8222-222222222222, range_generation: 0}
 request_timeout: 20s
 YAML

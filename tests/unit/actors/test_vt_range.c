@@ -37,6 +37,7 @@ static struct {
     struct vt_node_config cfg;
     struct vt_broker b;
     struct vt_broker_range br;
+    uint64_t produce_epoch; /* 0: the range's epoch (1) */
 } T;
 
 /* ---- running on the range's core ------------------------------------------------ */
@@ -112,6 +113,7 @@ produce(uint64_t seq, uint32_t n, struct req *q)
     q->r.batch_len = (uint32_t)len;
     q->r.records = n;
     q->r.durability = 2; /* local */
+    q->r.fencing_epoch = T.produce_epoch ? T.produce_epoch : 1;
     submit(q);
     free(batch);
     if (q->r.err_code != 0)
@@ -256,6 +258,41 @@ teardown(void **state)
 
 /* ---- tests ------------------------------------------------------------------------ */
 
+/* Every write names its epoch: 0 is no wildcard, and a refusal says where
+ * the leader is (here: this node, at epoch 1). */
+static void
+test_range_produce_epoch_zero_or_stale_fenced_with_hint(void **state)
+{
+    (void)state;
+    struct req q;
+    T.produce_epoch = UINT64_MAX; /* a newer epoch nobody holds */
+    assert_int_equal(produce(0, 1, &q), VT_E_FENCED);
+    assert_non_null(strstr(q.r.err_msg, "request fencing epoch"));
+    assert_true(q.r.has_hint);
+    assert_int_equal(q.r.hint_epoch, 1);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(q.r.hint_leader[i], 0x01);
+    size_t len;
+    uint8_t *batch = vt_lt_batch(0, 1, 16, PID_BYTE, 1, 0, &len);
+    memset(&q, 0, sizeof(q));
+    q.r.kind = VT_K_PRODUCE;
+    q.r.batch = batch;
+    q.r.batch_len = (uint32_t)len;
+    q.r.records = 1;
+    q.r.durability = 2;
+    q.r.fencing_epoch = 0;
+    submit(&q);
+    free(batch);
+    assert_int_equal(q.r.err_code, VT_E_FENCED);
+    assert_non_null(strstr(q.r.err_msg, "fencing epoch 0 is refused"));
+    assert_true(q.r.has_hint);
+    assert_int_equal(q.r.hint_epoch, 1);
+    T.produce_epoch = 0;
+    /* nothing was written: the right epoch starts at offset 0 */
+    assert_int_equal(produce(0, 1, &q), 0);
+    assert_int_equal(q.r.presp.base_offset, 0);
+}
+
 static void
 test_range_produce_acknowledged_then_fetched(void **state)
 {
@@ -349,6 +386,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_on_durable_eio_poisons_range_storage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_produce_sequence_gap_not_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_read_eio_storage_retryable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_range_produce_epoch_zero_or_stale_fenced_with_hint,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_read_enobufs_invalid_request, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -368,7 +368,7 @@ client_cfg(struct vt_client_config *cfg, uint16_t port, const char *ca, const ch
              "server_name: %s\n"
              "tls: {ca: '%s/%s', cert: '%s/%s.pem', key: '%s/%s.key'}\n"
              "principal: " CLIENT "\n"
-             "producer_epoch: 1\nfencing_epoch: 1\n"
+             "producer_epoch: 1\n"
              "range: {topic: orders, topic_epoch: 1, range_id: " NODE2 "}\n"
              "connect_timeout: 5s\nrequest_timeout: 5s\n",
              port, server_name, certs, ca, certs, cert, certs, cert);

@@ -22,7 +22,7 @@ static const char good[] =
     "tls: {ca: c/ca.pem, cert: c/cl.pem, key: c/cl.key}\n"               /* 4 */
     "principal: 11111111-1111-4111-8111-111111111111\n"                  /* 5 */
     "producer_epoch: 7\n"                                                /* 6 */
-    "fencing_epoch: 3\n"                                                 /* 7 */
+    "# no fencing_epoch: clients Locate it\n"                            /* 7 */
     "range:\n"                                                           /* 8 */
     "  topic: orders\n"                                                  /* 9 */
     "  topic_epoch: 1\n"                                                 /* 10 */
@@ -91,7 +91,6 @@ test_vt_client_config_load_full(void **state)
     for (int i = 0; i < 16; i++)
         assert_int_equal(cfg.principal[i], i == 6 ? 0x41 : i == 8 ? 0x81 : 0x11);
     assert_int_equal(cfg.producer_epoch, 7);
-    assert_int_equal(cfg.fencing_epoch, 3);
     assert_string_equal(cfg.range_ident.topic, "orders");
     assert_int_equal(cfg.range_ident.topic_epoch, 1);
     for (int i = 0; i < 16; i++)
@@ -113,7 +112,7 @@ test_vt_client_config_load_optional_and_upper_case(void **state)
              with_line(5, "principal: AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE"));
     snprintf(text + strlen(text), sizeof(text) - strlen(text),
              "connect_timeout: 250ms\nrequest_timeout: 2m\n");
-    /* producer_epoch, fencing_epoch and range_generation may be left out. */
+    /* producer_epoch and range_generation may be left out. */
     char *p = strstr(text, "producer_epoch: 7\n");
     memmove(p, p + 18, strlen(p + 18) + 1);
     p = strstr(text, "  range_generation: 4\n");
@@ -141,7 +140,8 @@ test_vt_client_config_errors_name_line_and_key(void **state)
     expect_error(with_line(3, "server_name: \"\""), 3, "server_name", "");
     expect_error(with_line(5, "principal: 1111"), 5, "principal", "UUID");
     expect_error(with_line(6, "producer_epoch: -1"), 6, "producer_epoch", "");
-    expect_error(with_line(7, "fencing_epoch: x"), 7, "fencing_epoch", "");
+    /* Clients never configure an epoch: the key is unknown. */
+    expect_error(with_line(7, "fencing_epoch: 3"), 7, "fencing_epoch", "unknown");
     expect_error(with_line(11, "  range_id: 2222"), 11, "range.range_id", "UUID");
     expect_error(with_line(10, "  topic_epoch: 1.5"), 10, "range.topic_epoch", "");
     /* An unknown key, a duplicate key. */

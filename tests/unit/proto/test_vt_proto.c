@@ -393,16 +393,121 @@ test_vt_proto_error_name_and_retryable(void **state)
         {9, "Storage", true},           {10, "ProtocolViolation", false},
         {13, "SequenceGap", false},     {14, "SequenceBelowWindow", false},
         {15, "ProducerFenced", false},  {16, "SequenceFirst", false},
+        {17, "NotLeader", true},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(t); i++) {
         assert_string_equal(vt_proto_error_name(t[i].code), t[i].name);
         assert_int_equal(vt_proto_error_retryable(t[i].code), t[i].retryable);
     }
-    static const uint16_t unknown[] = {0, 11, 12, 17, 999, UINT16_MAX};
+    static const uint16_t unknown[] = {0, 11, 12, 18, 999, UINT16_MAX};
     for (size_t i = 0; i < VT_ARRAY_LEN(unknown); i++) {
         assert_string_equal(vt_proto_error_name(unknown[i]), "Unknown");
         assert_false(vt_proto_error_retryable(unknown[i]));
     }
+}
+
+/* NotLeader / Fenced carry where the leader is; nothing else may. */
+static void
+test_vt_proto_error_hint_roundtrip_and_refusals(void **state)
+{
+    (void)state;
+    uint8_t hb[1024];
+    struct vt_wr w;
+    struct vt_leader_hint h = {.epoch = 9, .addr = "127.0.0.1:7100"};
+    memset(h.leader, 0x5a, 16);
+    vt_wr_init(&w, hb, sizeof(hb));
+    vt_proto_encode_error_hint(&w, VT_E_NOT_LEADER, "not the leader", &h);
+    assert_true(vt_wr_ok(&w));
+    static struct vt_error_msg m;
+    const char *why = NULL;
+    assert_int_equal(vt_proto_decode_error(hb, w.len, &m, &why), 0);
+    assert_int_equal(m.code, VT_E_NOT_LEADER);
+    assert_int_equal(m.retryable, 1);
+    assert_int_equal(m.has_hint, 1);
+    assert_int_equal(m.hint_epoch, 9);
+    assert_string_equal(m.hint_addr, "127.0.0.1:7100");
+    assert_int_equal(m.hint_leader[15], 0x5a);
+    /* re-encoding gives the same bytes */
+    uint8_t again[1024];
+    struct vt_wr w2;
+    vt_wr_init(&w2, again, sizeof(again));
+    vt_proto_reencode_error(&w2, &m);
+    assert_int_equal(w2.len, w.len);
+    assert_memory_equal(again, hb, w.len);
+    /* without a hint: has_hint 0 */
+    vt_wr_init(&w, hb, sizeof(hb));
+    vt_proto_encode_error(&w, VT_E_FENCED, "stale");
+    assert_int_equal(vt_proto_decode_error(hb, w.len, &m, &why), 0);
+    assert_int_equal(m.has_hint, 0);
+    /* a truncated hint, a hint flag of 2, a hint after another code */
+    vt_wr_init(&w, hb, sizeof(hb));
+    vt_proto_encode_error_hint(&w, VT_E_FENCED, "x", &h);
+    size_t full = w.len;
+    assert_int_equal(vt_proto_decode_error(hb, full - 3, &m, &why), -EBADMSG);
+    assert_non_null(strstr(why, "hint address"));
+    size_t flag_at = 2 + 1 + 4 + 1;
+    hb[flag_at] = 2;
+    assert_int_equal(vt_proto_decode_error(hb, full, &m, &why), -EBADMSG);
+    assert_non_null(strstr(why, "hint"));
+    hb[flag_at] = 1;
+    hb[1] = VT_E_WRONG_RANGE; /* code u16 big-endian: low byte */
+    hb[2] = 0;
+    assert_int_equal(vt_proto_decode_error(hb, full, &m, &why), -EBADMSG);
+    assert_non_null(strstr(why, "trailing bytes"));
+}
+
+static void
+test_vt_proto_locate_roundtrip_and_refusals(void **state)
+{
+    (void)state;
+    static uint8_t hb[8192];
+    struct vt_wr w;
+    vt_wr_init(&w, hb, sizeof(hb));
+    vt_proto_encode_locate(&w, "orders");
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    const char *why = NULL;
+    assert_int_equal(vt_proto_decode_locate(hb, w.len, topic, &why), 0);
+    assert_string_equal(topic, "orders");
+    hb[5] = '/'; /* "o/ders": not a topic name */
+    assert_int_equal(vt_proto_decode_locate(hb, w.len, topic, &why), -EBADMSG);
+    assert_non_null(strstr(why, "topic"));
+
+    static struct vt_range_location locs[VT_PROTO_LOCATE_MAX_RANGES], back[VT_PROTO_LOCATE_MAX_RANGES];
+    struct vt_locate_resp m = {.topic_epoch = 2, .source = VT_LOCATE_SRC_METADATA, .n_ranges = 2,
+                               .ranges = locs};
+    snprintf(m.topic, sizeof(m.topic), "orders");
+    locs[0] = (struct vt_range_location){.index = 0, .count = 2, .fencing_epoch = 5,
+                                         .has_leader = 1, .n_replicas = 3};
+    memset(locs[0].leader, 7, 16);
+    snprintf(locs[0].leader_addr, sizeof(locs[0].leader_addr), "127.0.0.1:1");
+    locs[1] = (struct vt_range_location){.index = 1, .count = 2, .n_replicas = 1};
+    vt_wr_init(&w, hb, sizeof(hb));
+    vt_proto_encode_locate_resp(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    struct vt_locate_resp d = {.ranges = back};
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), 0);
+    assert_int_equal(d.n_ranges, 2);
+    assert_int_equal(d.topic_epoch, 2);
+    assert_int_equal(back[0].fencing_epoch, 5);
+    assert_string_equal(back[0].leader_addr, "127.0.0.1:1");
+    assert_int_equal(back[0].n_replicas, 3);
+    assert_int_equal(back[1].has_leader, 0);
+    /* trailing byte */
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len + 1, &d, &why), -EBADMSG);
+    /* index >= count */
+    size_t at = 4 + 6 + 8 + 1 + 4 + 16 + 8; /* first entry's index */
+    hb[at + 3] = 2;
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "index"));
+    hb[at + 3] = 0;
+    /* a bad source */
+    hb[4 + 6 + 8] = 3;
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "source"));
+    hb[4 + 6 + 8] = 1;
+    /* zero ranges */
+    vt_be32_put(hb + 4 + 6 + 8 + 1, 0);
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EMSGSIZE);
 }
 
 static struct vt_client_hello
@@ -524,6 +629,8 @@ main(void)
         cmocka_unit_test(test_vt_proto_encode_overflow_is_reported),
         cmocka_unit_test(test_vt_proto_roundtrip_random),
         cmocka_unit_test(test_vt_proto_error_name_and_retryable),
+        cmocka_unit_test(test_vt_proto_error_hint_roundtrip_and_refusals),
+        cmocka_unit_test(test_vt_proto_locate_roundtrip_and_refusals),
         cmocka_unit_test(test_vt_proto_negotiate_takes_minimums),
         cmocka_unit_test(test_vt_proto_negotiate_refusals),
     };
