@@ -1,5 +1,6 @@
 /* The vtop-node YAML schema (see vt_node_config.h and docs/OPERATIONS.md). */
 #include "vt_node_config.h"
+#include "vt_node_config_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,8 +26,8 @@ runtime_validate(void *obj, struct vt_cfg_check *chk)
 
 /* Listener and peer addresses are numeric: the reactors never resolve names (STYLE.md), and a
  * name resolved once at boot could mean another address at the next start. */
-static bool
-numeric_host(const char *host)
+bool
+vt_node__numeric_host(const char *host)
 {
     unsigned char buf[16];
     return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
@@ -36,7 +37,7 @@ static int
 numeric_only(struct vt_cfg_check *chk, const char *key, const struct vt_cfg_hostport *hp,
              const char *what)
 {
-    if (numeric_host(hp->host))
+    if (vt_node__numeric_host(hp->host))
         return 0;
     return vt_cfg_check_fail(chk, key, "%s host '%s' must be a numeric IPv4/IPv6 address (%s "
                              "addresses are numeric-only: names are not resolved; e.g. "
@@ -250,7 +251,7 @@ static int
 meta_peer_validate(void *obj, struct vt_cfg_check *chk)
 {
     const struct vt_meta_peer_config *p = obj;
-    if (!numeric_host(p->address.host))
+    if (!vt_node__numeric_host(p->address.host))
         return vt_cfg_check_fail(chk, "address", "address host '%s' must be a numeric IPv4/IPv6 "
                                  "address (no DNS on a reactor)", p->address.host);
     if (p->cn != NULL && !vt_tls_cn_valid(p->cn))
@@ -279,8 +280,8 @@ meta_validate(void *obj, struct vt_cfg_check *chk)
 {
     const struct vt_meta_node_config *m = obj;
     char key[48];
-    if (!numeric_host(m->listen.host) || !numeric_host(m->admin_listen.host))
-        return vt_cfg_check_fail(chk, numeric_host(m->listen.host) ? "admin_listen" : "listen",
+    if (!vt_node__numeric_host(m->listen.host) || !vt_node__numeric_host(m->admin_listen.host))
+        return vt_cfg_check_fail(chk, vt_node__numeric_host(m->listen.host) ? "admin_listen" : "listen",
                                  "listen and admin_listen hosts must be numeric IPv4/IPv6 "
                                  "addresses");
     if (same_hostport(&m->listen, &m->admin_listen))
@@ -363,6 +364,10 @@ static const struct vt_cfg_field node_fields[] = {
     VT_CFG_F(NC, budgets, "budgets", VT_CFG_BLOCK, false, 0, 0, .sub = &budget_schema),
     VT_CFG_F(NC, meta, "meta", VT_CFG_BLOCK, false, 0, 0, .sub = &meta_schema,
              VT_CFG_PRESENT(NC, has_meta)),
+    VT_CFG_F(NC, metadata, "metadata", VT_CFG_BLOCK, false, 0, 0, .sub = &vt_node__metadata_schema,
+             VT_CFG_PRESENT(NC, has_metadata)),
+    VT_CFG_F(NC, lease, "lease", VT_CFG_BLOCK, false, 0, 0, .sub = &vt_node__lease_schema,
+             VT_CFG_PRESENT(NC, has_lease)),
 };
 #undef NC
 static const struct vt_node_peer *
@@ -560,6 +565,9 @@ node_validate(void *obj, struct vt_cfg_check *chk)
     rc = replication_validate(c, chk);
     if (rc != 0)
         return rc;
+    rc = vt_node__cluster_validate(c, chk);
+    if (rc != 0)
+        return rc;
     if (c->has_native && !c->has_tls)
         return vt_cfg_check_fail(chk, "native", "native listener needs a tls block (mutual TLS "
                                  "is mandatory)");
@@ -617,6 +625,10 @@ resolve_paths(const char *path, struct vt_node_config *cfg, struct vt_cfg_error 
         {&cfg->meta.tls.ca, "meta.tls.ca", cfg->has_meta && cfg->meta.has_tls},
         {&cfg->meta.tls.cert, "meta.tls.cert", cfg->has_meta && cfg->meta.has_tls},
         {&cfg->meta.tls.key, "meta.tls.key", cfg->has_meta && cfg->meta.has_tls},
+        {&cfg->metadata.tls.ca, "metadata.tls.ca", cfg->has_metadata && cfg->metadata.has_tls},
+        {&cfg->metadata.tls.cert, "metadata.tls.cert",
+         cfg->has_metadata && cfg->metadata.has_tls},
+        {&cfg->metadata.tls.key, "metadata.tls.key", cfg->has_metadata && cfg->metadata.has_tls},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(p); i++) {
         int rc = p[i].present ? resolve_one(path, cfg, p[i].member, p[i].key, err) : 0;
@@ -656,6 +668,7 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                             .process_bytes = 512ull << 20};
     cfg->meta = (struct vt_meta_node_config){.election_timeout_ms = 300, .heartbeat_timeout_ms = 60,
                                       .snapshot_threshold = 4096};
+    vt_node__cluster_defaults(cfg);
     int rc = vt_cfg_load_file_lines(path, &vt_node_config_schema, cfg, err, &cfg->lines);
     if (rc == 0)
         rc = resolve_paths(path, cfg, err);

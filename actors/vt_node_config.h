@@ -111,6 +111,33 @@ struct vt_node_budgets {
 };
 
 
+#define VT_NODE_MAX_META_ENDPOINTS 16u
+
+/* One admin endpoint of the metadata group. */
+struct vt_node_meta_endpoint {
+    struct vt_cfg_hostport address; /* numeric host */
+    char *server_name;              /* its certificate's CN (a meta node: its decimal id) */
+};
+
+/* `metadata:` the group a data node belongs to (a colocated node without
+ * this block uses its meta role's peers). */
+struct vt_node_metadata {
+    struct vt_node_meta_endpoint *endpoints;
+    uint32_t n_endpoints;
+    struct vt_cfg_tls tls; /* default: the top-level tls block (CN = node_uuid) */
+    bool has_tls;
+    uint64_t request_timeout_ms;
+    uint64_t connect_timeout_ms;
+};
+
+/* `lease:` the lease agent's timing (meta/vt_lease_agent.h). */
+struct vt_node_lease {
+    uint64_t ttl_ms;             /* lease duration asked for */
+    uint64_t renew_ms;           /* renew this often (< ttl) */
+    uint64_t poll_ms;            /* read metadata this often (< ttl) */
+    uint64_t promote_timeout_ms; /* verified promotion's window to hear from followers */
+};
+
 /* immutable after boot */
 struct vt_node_config {
     uint64_t node_id;
@@ -135,6 +162,10 @@ struct vt_node_config {
     struct vt_node_budgets budgets;
     struct vt_meta_node_config meta; /* the meta role (meta/vt_meta_node.h) */
     bool has_meta;
+    struct vt_node_metadata metadata;
+    bool has_metadata;
+    struct vt_node_lease lease;
+    bool has_lease;
     struct vt_cfg_lines lines; /* where each key is in the file, for vt_node_config_check */
 };
 
@@ -147,6 +178,9 @@ extern const struct vt_cfg_schema vt_node_config_schema;
 int vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
     VT_MUST_USE;
 void vt_node_config_free(struct vt_node_config *cfg);
+/* True when the node belongs to a metadata group (a metadata block or the
+ * meta role): its ranges, leaders and epochs come from metadata. */
+bool vt_node_config_managed(const struct vt_node_config *cfg);
 
 /* What vt_node_config_check asks of the system; tests replace it. NULL = the real one. */
 struct vt_node_check_env {
