@@ -82,7 +82,7 @@ struct opts {
 enum {
     O_CONFIG = 1000, O_ENDPOINT, O_JSON, O_REQUEST_ID, O_ISSUED_AT, O_ID, O_ADDRESS, O_MEMBERS,
     O_NAME, O_ROLE, O_STATE, O_NODE, O_RANGE, O_HOLDER, O_TOPIC, O_ROOT_RANGE, O_GEN, O_EPOCH,
-    O_NATIVE, O_RANGES, O_RF, O_REPLICAS,
+    O_NATIVE, O_RANGES, O_RF, O_REPLICAS, O_TOPIC_UUID, O_ROOT_UUID,
 };
 
 static int
@@ -145,6 +145,9 @@ parse_one(int c, struct opts *o)
     case O_HOLDER: return uuid_opt("--holder", optarg, o->holder, &o->has_holder);
     case O_TOPIC: return uuid_opt("--topic", optarg, o->topic, &o->has_topic);
     case O_ROOT_RANGE: return uuid_opt("--root-range", optarg, o->root_range, &o->has_root_range);
+    case O_TOPIC_UUID: return uuid_opt("--topic-uuid", optarg, o->topic, &o->has_topic);
+    case O_ROOT_UUID:
+        return uuid_opt("--root-range-uuid", optarg, o->root_range, &o->has_root_range);
     case O_GEN:
         rc = ctl_opt_u64(meta_usage, "--expected-generation", optarg, 0, UINT64_MAX,
                          &o->expected_generation);
@@ -174,8 +177,8 @@ parse_opts(int argc, char **argv, struct opts *o)
         {"ranges", required_argument, NULL, O_RANGES},
         {"replication-factor", required_argument, NULL, O_RF},
         {"replicas", required_argument, NULL, O_REPLICAS},
-        {"topic-uuid", required_argument, NULL, O_TOPIC},
-        {"root-range-uuid", required_argument, NULL, O_ROOT_RANGE},
+        {"topic-uuid", required_argument, NULL, O_TOPIC_UUID},
+        {"root-range-uuid", required_argument, NULL, O_ROOT_UUID},
         {"members", required_argument, NULL, O_MEMBERS},
         {"name", required_argument, NULL, O_NAME},
         {"role", required_argument, NULL, O_ROLE},
