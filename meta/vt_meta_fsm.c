@@ -434,6 +434,13 @@ cmd_renew_node(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_m
     if (n < 1 || n > VT_META_RENEW_MAX)
         return vt_meta__reject(out, VT_META_ERR_MALFORMED, "renewal count %u outside 1..%u", n,
                                VT_META_RENEW_MAX);
+    for (uint32_t i = 1; i < n; i++)
+        if (memcmp(c->u.renew_node.entries + (size_t)(i - 1) * VT_META_RENEW_ENTRY_BYTES,
+                   c->u.renew_node.entries + (size_t)i * VT_META_RENEW_ENTRY_BYTES,
+                   VT_META_UUID_BYTES) >= 0)
+            return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                                   "renewal entry %u is not above entry %u in range order", i,
+                                   i - 1);
     if (!lease_deadline(c->issued_at_ms, c->u.renew_node.duration_ms, &deadline, out))
         return 0;
     uint8_t bits[VT_META_RENEW_BITMAP_MAX];

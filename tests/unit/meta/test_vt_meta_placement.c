@@ -466,6 +466,14 @@ test_renew_node_leases_exact_bitmap(void **state)
     struct vt_meta_cmd nil = renew_batch(&T, 2500, 1, 10, e, 6);
     memset(nil.u.renew_node.holder, 0, 16);
     reject_with(nil, VT_META_ERR_MALFORMED, "holder");
+    /* entries out of range order (a hand-built command; the codec refuses
+     * them too) */
+    uint8_t swapped[2 * VT_META_RENEW_ENTRY_BYTES];
+    vt_meta_renew_entry_put(swapped, 0, rg[1].range, 1);
+    vt_meta_renew_entry_put(swapped, 1, rg[0].range, 1);
+    reject_with(renew_batch(&T, 2500, 1, 10, swapped, 2), VT_META_ERR_MALFORMED,
+                "renewal entry 1 is not above entry 0");
+    reject_with(renew_batch(&T, 2500, 1, 10, e, 0), VT_META_ERR_MALFORMED, "renewal count 0");
     uint8_t *end = mt_snapshot(T.fsm, &mid_len);
     free(end);
     free(mid);
