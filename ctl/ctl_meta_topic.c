@@ -182,8 +182,8 @@ print_range(const struct vt_meta_range_view *v, bool json, bool first)
             vt_uuid_format(v->replicas[k], r);
             printf("%s\"%s\"", k ? "," : "", r);
         }
-        printf("],\"preferred_leader\":\"%s\",\"generation\":%" PRIu64
-               ",\"fencing_epoch\":%" PRIu64 ",\"lease_holder\":",
+        printf("],\"preferred_leader\":\"%s\",\"generation\":%" PRIu64 ",\"fencing_epoch\":%" PRIu64
+               ",\"lease_holder\":",
                lead, v->generation, v->fencing_epoch);
         if (v->has_lease)
             printf("\"%s\"", holder);
@@ -215,12 +215,12 @@ print_topic_head(const struct vt_meta_range_view *v, bool json, bool first)
     if (json) {
         printf("%s{\"name\":", first ? "" : ",");
         ctl_json_str(v->topic_name);
-        printf(",\"id\":\"%s\",\"epoch\":%" PRIu64 ",\"ranges\":%u,\"replication_factor\":%u",
-               id, v->topic_epoch, v->count, v->n_replicas);
+        printf(",\"id\":\"%s\",\"epoch\":%" PRIu64 ",\"ranges\":%u,\"replication_factor\":%u", id,
+               v->topic_epoch, v->count, v->n_replicas);
         return;
     }
-    printf("topic %s id=%s epoch=%" PRIu64 " ranges=%u replication_factor=%u\n", v->topic_name,
-           id, v->topic_epoch, v->count, v->n_replicas);
+    printf("topic %s id=%s epoch=%" PRIu64 " ranges=%u replication_factor=%u\n", v->topic_name, id,
+           v->topic_epoch, v->count, v->n_replicas);
 }
 
 static int
@@ -298,7 +298,10 @@ topic_run(int argc, char **argv)
     ctl_opt_reset();
     while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': fputs(topic_usage, stdout); rc = -1; break;
+        case 'h':
+            fputs(topic_usage, stdout);
+            rc = -1;
+            break;
         case T_CONFIG:
             if (loaded) {
                 rc = ctl_usage_error(topic_usage, "--config given twice");
@@ -315,9 +318,15 @@ topic_run(int argc, char **argv)
             else
                 endpoints[n_endpoints++] = optarg;
             break;
-        case T_JSON: json = true; break;
-        case T_NAME: name = optarg; break;
-        default: rc = ctl_opt_error(c, argv, topic_usage); break;
+        case T_JSON:
+            json = true;
+            break;
+        case T_NAME:
+            name = optarg;
+            break;
+        default:
+            rc = ctl_opt_error(c, argv, topic_usage);
+            break;
         }
     }
     if (rc == 0 && ctl_opt_no_positional(argc, argv, topic_usage) != 0)

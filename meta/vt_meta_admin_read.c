@@ -10,9 +10,9 @@
 #include "vt_meta_admin_proto.h"
 
 #define NODE_ENTRY_MAX (16 + 1 + 8 + 4 + VT_META_ADDR_MAX + 4 + VT_META_ADDR_MAX)
-#define RANGE_ENTRY_MAX                                                                        \
-    (16 + 4 + VT_META_TOPIC_NAME_MAX + 8 + 16 + 4 + 4 + 8 + 8 + 1 + VT_META_RF_MAX * 16 + 1 + \
-     16 + 8 + 1 + 8)
+#define RANGE_ENTRY_MAX                                                                            \
+    (16 + 4 + VT_META_TOPIC_NAME_MAX + 8 + 16 + 4 + 4 + 8 + 8 + 1 + VT_META_RF_MAX * 16 + 1 + 16 + \
+     8 + 1 + 8)
 #define PAGE_FIXED (8 + 8 + 2 + 1)
 
 _Static_assert(VT_META_ADMIN_PAYLOAD_MAX >= PAGE_FIXED + VT_META_ADMIN_NODES_PAGE * NODE_ENTRY_MAX,
@@ -25,8 +25,7 @@ _Static_assert(VT_META_ADMIN_REQUEST_MAX >= 4 + VT_META_CMD_MAX_BYTES,
 
 static const uint8_t nil16[VT_META_UUID_BYTES];
 
-static int
-bad(struct vt_rd *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(struct vt_rd *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int
 bad(struct vt_rd *r, int rc, const char *fmt, ...)
@@ -262,8 +261,9 @@ rd_range_body(struct vt_rd *r, uint32_t i, struct vt_meta_range_view *v)
     int rc = vt_rd_u32(r, "range index", &v->index);
     rc = rc ? rc : vt_rd_u32(r, "range count", &v->count);
     if (rc == 0 && (v->count < 1 || v->count > VT_META_TOPIC_RANGES_MAX || v->index >= v->count))
-        rc = bad(r, -EBADMSG, "range %u index %u / count %u: count must be 1..%u and index below it",
-                 i, v->index, v->count, VT_META_TOPIC_RANGES_MAX);
+        rc =
+            bad(r, -EBADMSG, "range %u index %u / count %u: count must be 1..%u and index below it",
+                i, v->index, v->count, VT_META_TOPIC_RANGES_MAX);
     rc = rc ? rc : vt_rd_u64(r, "range generation", &v->generation);
     rc = rc ? rc : vt_rd_u64(r, "fencing epoch", &v->fencing_epoch);
     rc = rc ? rc : vt_rd_u8(r, "replica count", &v->n_replicas);
@@ -291,8 +291,8 @@ rd_range_body(struct vt_rd *r, uint32_t i, struct vt_meta_range_view *v)
 }
 
 int
-vt_meta_admin_ranges_decode(const void *p, size_t len, struct vt_meta_admin_ranges *out,
-                            char *err, size_t err_len)
+vt_meta_admin_ranges_decode(const void *p, size_t len, struct vt_meta_admin_ranges *out, char *err,
+                            size_t err_len)
 {
     struct vt_rd r;
     vt_rd_init(&r, p, len);
@@ -309,8 +309,7 @@ vt_meta_admin_ranges_decode(const void *p, size_t len, struct vt_meta_admin_rang
         rc = rd_id(&r, "topic", v->topic);
         rc = rc ? rc : rd_text(&r, "topic name", 1, VT_META_TOPIC_NAME_MAX, v->topic_name, &tlen);
         if (rc == 0 && !vt_meta_topic_name_valid(v->topic_name, tlen))
-            rc = bad(&r, -EBADMSG, "range %u topic name has a character outside [A-Za-z0-9._-]",
-                     i);
+            rc = bad(&r, -EBADMSG, "range %u topic name has a character outside [A-Za-z0-9._-]", i);
         v->topic_name_len = (uint8_t)tlen;
         rc = rc ? rc : vt_rd_u64(&r, "topic epoch", &v->topic_epoch);
         rc = rc ? rc : rd_id(&r, "range", v->range);

@@ -98,12 +98,14 @@ lease_targets(struct vt_meta_fsm *fsm, const uint8_t range[VT_META_UUID_BYTES],
     char a[37];
     *rg = live_range(fsm, range);
     if (*rg == NULL) {
-        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found", vt_meta__id_text(range, a));
+        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
+                        vt_meta__id_text(range, a));
         return false;
     }
     *node = find_node(fsm, holder);
     if (*node == NULL) {
-        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "holder node %s is not registered", vt_meta__id_text(holder, a));
+        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "holder node %s is not registered",
+                        vt_meta__id_text(holder, a));
         return false;
     }
     return true;
@@ -117,7 +119,7 @@ gen_cas(const struct vt_meta_range_rec *rg, uint64_t expected, struct vt_meta_re
     char a[37];
     vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
            "range %s generation is %" PRIu64 ", expected %" PRIu64, vt_meta__id_text(rg->id, a),
-           rg->generation, expected);
+                    rg->generation, expected);
     return false;
 }
 
@@ -128,7 +130,7 @@ holder_active(const struct vt_meta_node_rec *node, struct vt_meta_response *out)
         return true;
     char a[37];
     vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "holder node %s is %s, not Active",
-           vt_meta__id_text(node->id, a), vt_meta_node_state_name(node->state));
+                    vt_meta__id_text(node->id, a), vt_meta_node_state_name(node->state));
     return false;
 }
 
@@ -171,8 +173,8 @@ cmd_register(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_met
         return vt_meta__reject(out, VT_META_ERR_MALFORMED, "node id is nil");
     if (c->u.reg.addr_len < 1 || c->u.reg.addr_len > VT_META_ADDR_MAX ||
         vt_codec_utf8_check(c->u.reg.addr, c->u.reg.addr_len, true, &bad) != 0)
-        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "node address must be 1..%u bytes of UTF-8",
-                      VT_META_ADDR_MAX);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                               "node address must be 1..%u bytes of UTF-8", VT_META_ADDR_MAX);
     if (c->u.reg.native_len > VT_META_ADDR_MAX ||
         vt_codec_utf8_check(c->u.reg.native_addr, c->u.reg.native_len, true, &bad) != 0)
         return vt_meta__reject(out, VT_META_ERR_MALFORMED,
@@ -183,10 +185,11 @@ cmd_register(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_met
     if (!c->u.reg.has_expected) {
         if (n != NULL)
             return vt_meta__reject(out, VT_META_ERR_ALREADY_EXISTS,
-                          "node %s already registered (generation %" PRIu64 ")",
-                          vt_meta__id_text(c->u.reg.node, a), n->generation);
+                                   "node %s already registered (generation %" PRIu64 ")",
+                                   vt_meta__id_text(c->u.reg.node, a), n->generation);
         if (fsm->st.nodes.n >= fsm->limits.max_nodes)
-            return vt_meta__reject(out, VT_META_ERR_LIMIT, "node limit %u reached", fsm->limits.max_nodes);
+            return vt_meta__reject(out, VT_META_ERR_LIMIT, "node limit %u reached",
+                                   fsm->limits.max_nodes);
         if (vt_meta__table_reserve(&fsm->st.nodes, 1) != 0)
             return -ENOMEM;
         struct vt_meta_node_rec rec;
@@ -202,11 +205,12 @@ cmd_register(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_met
     }
     if (n == NULL)
         return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
-                      vt_meta__id_text(c->u.reg.node, a));
+                               vt_meta__id_text(c->u.reg.node, a));
     if (n->generation != c->u.reg.expected_generation)
         return vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
-                      "node %s generation is %" PRIu64 ", expected %" PRIu64, vt_meta__id_text(n->id, a),
-                      n->generation, c->u.reg.expected_generation);
+                               "node %s generation is %" PRIu64 ", expected %" PRIu64,
+                               vt_meta__id_text(n->id, a), n->generation,
+                               c->u.reg.expected_generation);
     if (n->generation == UINT64_MAX)
         return vt_meta__reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
     n->generation++;
@@ -242,15 +246,16 @@ cmd_set_state(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_me
     struct vt_meta_node_rec *n = find_node(fsm, c->u.set_state.node);
     if (n == NULL)
         return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
-                      vt_meta__id_text(c->u.set_state.node, a));
+                               vt_meta__id_text(c->u.set_state.node, a));
     if (n->generation != c->u.set_state.expected_generation)
         return vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
-                      "node %s generation is %" PRIu64 ", expected %" PRIu64, vt_meta__id_text(n->id, a),
-                      n->generation, c->u.set_state.expected_generation);
+                               "node %s generation is %" PRIu64 ", expected %" PRIu64,
+                               vt_meta__id_text(n->id, a), n->generation,
+                               c->u.set_state.expected_generation);
     if (!node_transition_ok(n->state, to))
-        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "node %s: %s -> %s is not allowed",
-                      vt_meta__id_text(n->id, a), vt_meta_node_state_name(n->state),
-                      vt_meta_node_state_name(to));
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                               "node %s: %s -> %s is not allowed", vt_meta__id_text(n->id, a),
+                               vt_meta_node_state_name(n->state), vt_meta_node_state_name(to));
     if (n->generation == UINT64_MAX)
         return vt_meta__reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
     n->state = to;
@@ -269,12 +274,13 @@ cmd_delete_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt
     if (is_nil(c->u.del.topic))
         return vt_meta__reject(out, VT_META_ERR_MALFORMED, "topic id is nil");
     if (!vt_meta_topic_name_valid(name, c->u.del.name_len))
-        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "topic name must be 1..%u of [A-Za-z0-9._-]",
-                      VT_META_TOPIC_NAME_MAX);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                               "topic name must be 1..%u of [A-Za-z0-9._-]",
+                               VT_META_TOPIC_NAME_MAX);
     struct vt_meta_name_rec *nr = vt_meta__names_find(&fsm->st.names, name, (size_t)nlen, NULL);
     if (nr == NULL || !nr->live || memcmp(nr->live_topic, c->u.del.topic, VT_META_UUID_BYTES) != 0)
-        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "no live topic %.*s with id %s", nlen, name,
-                      vt_meta__id_text(c->u.del.topic, a));
+        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "no live topic %.*s with id %s", nlen,
+                               name, vt_meta__id_text(c->u.del.topic, a));
     struct vt_meta_topic_rec *tp = vt_meta__table_find_id(&fsm->st.topics, c->u.del.topic, NULL);
     VT_ASSERT(tp != NULL && !tp->deleted);
     /* Every range of the topic goes with it: leases cleared, epochs kept. */
@@ -344,12 +350,12 @@ cmd_acquire(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta
     if (l->present && !l->has_deadline)
         return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
                       "range %s has an administrative lease (epoch %" PRIu64 "): not electable",
-                      vt_meta__id_text(rg->id, a), l->epoch);
+                               vt_meta__id_text(rg->id, a), l->epoch);
     if (l->present && memcmp(l->holder, c->u.acquire.holder, VT_META_UUID_BYTES) != 0 &&
         c->issued_at_ms < l->deadline_ms)
         return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
-                      "range lease held by %s until %" PRId64 " (issued_at %" PRId64 ")",
-                      vt_meta__id_text(l->holder, a), l->deadline_ms, c->issued_at_ms);
+                               "range lease held by %s until %" PRId64 " (issued_at %" PRId64 ")",
+                               vt_meta__id_text(l->holder, a), l->deadline_ms, c->issued_at_ms);
     if (!can_mint(rg, out))
         return 0;
     lease_set(rg, c->u.acquire.holder, true, deadline);
@@ -469,17 +475,17 @@ cmd_release(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta
     struct vt_meta_range_rec *rg = live_range(fsm, c->u.release.range);
     if (rg == NULL)
         return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
-                      vt_meta__id_text(c->u.release.range, a));
+                               vt_meta__id_text(c->u.release.range, a));
     if (rg->fencing_epoch != c->u.release.epoch)
         return vt_meta__reject(out, VT_META_ERR_EPOCH_MISMATCH,
-                      "range fencing epoch is %" PRIu64 ", release names %" PRIu64,
-                      rg->fencing_epoch, c->u.release.epoch);
+                               "range fencing epoch is %" PRIu64 ", release names %" PRIu64,
+                               rg->fencing_epoch, c->u.release.epoch);
     if (!rg->lease.present)
-        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "range %s has no lease to release",
-                      vt_meta__id_text(rg->id, a));
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                               "range %s has no lease to release", vt_meta__id_text(rg->id, a));
     if (memcmp(rg->lease.holder, c->u.release.holder, VT_META_UUID_BYTES) != 0)
         return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "lease is held by %s",
-                      vt_meta__id_text(rg->lease.holder, a));
+                               vt_meta__id_text(rg->lease.holder, a));
     if (rg->generation == UINT64_MAX)
         return vt_meta__reject(out, VT_META_ERR_LIMIT, "range generation exhausted");
     memset(&rg->lease, 0, sizeof(rg->lease));
@@ -494,7 +500,7 @@ dispatch(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_re
 {
     if (c->issued_at_ms < 0)
         return vt_meta__reject(out, VT_META_ERR_MALFORMED, "issued_at_ms %" PRId64 " is negative",
-                      c->issued_at_ms);
+                               c->issued_at_ms);
     switch (c->kind) {
     case VT_META_CMD_REGISTER_NODE:
         return cmd_register(fsm, c, out);

@@ -416,7 +416,8 @@ vt_meta__cmd_create_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c,
         free(recs);
         return rc;
     }
-    if (vt_meta__table_reserve(&st->topics, 1) != 0 || vt_meta__table_reserve(&st->ranges, k) != 0 ||
+    if (vt_meta__table_reserve(&st->topics, 1) != 0 ||
+        vt_meta__table_reserve(&st->ranges, k) != 0 ||
         (nr == NULL && vt_meta__table_reserve(&st->names, 1) != 0)) {
         free(recs);
         return -ENOMEM;

@@ -646,8 +646,9 @@ random_cmd(uint64_t *rng)
             c.u.create.n_ranges = (uint16_t)(1 + vt_test_rand(rng) % VT_META_TOPIC_RANGES_MAX);
             c.u.create.rf = (uint8_t)(1 + vt_test_rand(rng) % VT_META_RF_MAX);
             c.u.create.n_explicit = (vt_test_rand(rng) & 1) ? c.u.create.rf : 0;
-            memset((uint8_t *)c.u.create.explicit_nodes + c.u.create.n_explicit * VT_META_UUID_BYTES, 0,
-                   (VT_META_RF_MAX - c.u.create.n_explicit) * VT_META_UUID_BYTES);
+            memset((uint8_t *)c.u.create.explicit_nodes +
+                       c.u.create.n_explicit * VT_META_UUID_BYTES,
+                   0, (VT_META_RF_MAX - c.u.create.n_explicit) * VT_META_UUID_BYTES);
         }
         break;
     }

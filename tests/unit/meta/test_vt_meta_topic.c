@@ -111,8 +111,8 @@ node_no(const uint8_t id[16])
 /* Per node: replicas hosted and preferred leaderships over all live ranges;
  * also checks each replica set is distinct, complete and Active-only. */
 static void
-tally(const struct vt_meta_fsm *fsm, uint32_t n_nodes, uint8_t rf, uint32_t *hosted,
-      uint32_t *led, uint32_t *n_ranges)
+tally(const struct vt_meta_fsm *fsm, uint32_t n_nodes, uint8_t rf, uint32_t *hosted, uint32_t *led,
+      uint32_t *n_ranges)
 {
     struct vt_meta_range_view *all = NULL;
     uint32_t n = list_ranges(fsm, NULL, 100, &all);
@@ -309,8 +309,8 @@ test_derived_ids_and_collision(void **state)
     vt_meta__range_id(root, 1, d1);
     vt_meta__range_id(root, 2, d2);
     assert_memory_not_equal(d1, d2, 16);
-    assert_int_equal(d1[6] >> 4, 4);       /* version 4 */
-    assert_int_equal(d1[8] & 0xc0, 0x80);  /* RFC 4122 variant */
+    assert_int_equal(d1[6] >> 4, 4);      /* version 4 */
+    assert_int_equal(d1[8] & 0xc0, 0x80); /* RFC 4122 variant */
     /* A pinned vector, so the derivation cannot change silently. */
     char txt[37];
     vt_meta__id_text(d1, txt);
@@ -385,8 +385,7 @@ test_range_limit_counts_all_k(void **state)
 /* ---- RenewNodeLeases ---------------------------------------------------------- */
 
 static struct vt_meta_cmd
-renew_batch(struct mt *t, int64_t at, uint32_t holder, uint32_t dur, uint8_t *entries,
-            uint16_t n)
+renew_batch(struct mt *t, int64_t at, uint32_t holder, uint32_t dur, uint8_t *entries, uint16_t n)
 {
     struct vt_meta_cmd c = mt_cmd(t, VT_META_CMD_RENEW_NODE_LEASES, at);
     mt_id(c.u.renew_node.holder, MT_NODE, holder);
@@ -421,13 +420,20 @@ test_renew_node_leases_exact_bitmap(void **state)
      * rg[2]: node 1's, expired at 1100, nobody took it
      * rg[3]: node 1 re-acquired (epoch 2): renewing with epoch 1 is stale
      * rg[5]: no lease at all */
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[0].range, 1, 5000, 0))}, 1, 1);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[1].range, 1, 100, 0))}, 1, 1);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1200, rg[1].range, 2, 5000, 1))}, 2, 2);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[2].range, 1, 100, 0))}, 1, 1);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[3].range, 1, 5000, 0))}, 1, 1);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1001, rg[3].range, 1, 5000, 1))}, 2, 2);
-    mt_expect_granted((struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[4].range, 1, 5000, 0))}, 1, 1);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[0].range, 1, 5000, 0))}, 1, 1);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[1].range, 1, 100, 0))}, 1, 1);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1200, rg[1].range, 2, 5000, 1))}, 2, 2);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[2].range, 1, 100, 0))}, 1, 1);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[3].range, 1, 5000, 0))}, 1, 1);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1001, rg[3].range, 1, 5000, 1))}, 2, 2);
+    mt_expect_granted(
+        (struct vt_meta_response[]){run(acquire_id(&T, 1000, rg[4].range, 1, 5000, 0))}, 1, 1);
     uint8_t e[6 * VT_META_RENEW_ENTRY_BYTES];
     for (uint32_t i = 0; i < 6; i++)
         vt_meta_renew_entry_put(e, i, rg[i].range, 1);
