@@ -315,10 +315,10 @@ create_ranges(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c,
         rg->index = i;
         rg->count = k;
         if (vt_meta__table_find_id(&fsm->st.ranges, rg->id, NULL) != NULL) {
-            free(recs);
             vt_meta__reject(out, VT_META_ERR_ALREADY_EXISTS,
                             "range id %s (index %u) is already used", vt_meta__id_text(rg->id, a),
                             i);
+            free(recs);
             return 0;
         }
     }
