@@ -30,7 +30,7 @@ static const char meta_usage[] =
     "  --config PATH          admin client config (docs/OPERATIONS.md)\n"
     "  --endpoint HOST:PORT   ask this admin listener instead of the config's endpoints\n"
     "                         (repeatable)\n"
-    "  --json                 print JSON (status, membership, range-lease, proposals)\n"
+    "  --json                 print JSON (status, membership, range-lease, nodes, proposals)\n"
     "  --request-id UUID      proposals: the dedup key (default: random)\n"
     "  --issued-at-ms MS      proposals: the proposer's clock (default: now)\n"
     "\n"
