@@ -3,7 +3,8 @@
  * promote, change-membership, remove, transfer-leader. State machine:
  * register-node, set-node-state, create-topic, grant-lease, release-lease
  * (proposals: print `committed index=N` and the response; exit 1 when
- * Rejected) and range-lease (a linearizable read). Exit: 0 ok, 1 refused /
+ * Rejected), range-lease and nodes (linearizable reads; nodes is in
+ * ctl_meta_topic.c). Exit: 0 ok, 1 refused /
  * rejected / unreachable, 2 usage or bad config. */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,7 @@ static const char meta_usage[] =
     "  --config PATH          admin client config (docs/OPERATIONS.md)\n"
     "  --endpoint HOST:PORT   ask this admin listener instead of the config's endpoints\n"
     "                         (repeatable)\n"
-    "  --json                 print JSON (status, membership, range-lease, proposals)\n"
+    "  --json                 print JSON (status, membership, range-lease, nodes, proposals)\n"
     "  --request-id UUID      proposals: the dedup key (default: random)\n"
     "  --issued-at-ms MS      proposals: the proposer's clock (default: now)\n"
     "\n"
@@ -42,9 +43,13 @@ static const char meta_usage[] =
     "  change-membership --id N --role voter|learner\n"
     "  remove --id N\n"
     "  transfer-leader [--id N]                 0 or absent: any voter\n"
-    "  register-node --node UUID --address ADDR [--expected-generation G]\n"
+    "  register-node --node UUID --addr HOST:PORT [--native-addr HOST:PORT]\n"
+    "                [--expected-generation G]     (--address is --addr)\n"
     "  set-node-state --node UUID --state active|draining|dead --expected-generation G\n"
-    "  create-topic --name NAME [--topic UUID] [--root-range UUID]\n"
+    "  create-topic --name NAME [--ranges K (1..1024, default 1)]\n"
+    "               [--replication-factor R (1..7, default 1)] [--replicas UUID,...]\n"
+    "               [--topic-uuid UUID] [--root-range-uuid UUID]   (random when omitted)\n"
+    "  nodes                                    every registered node (all pages)\n"
     "  grant-lease --range UUID --holder UUID --expected-generation G\n"
     "  release-lease --range UUID --holder UUID --epoch E\n"
     "  range-lease --range UUID\n"
@@ -65,7 +70,9 @@ struct opts {
     bool has_issued_at;
     uint64_t id;
     bool has_id;
-    const char *address, *members, *name, *role, *state;
+    const char *address, *native_addr, *members, *name, *role, *state, *replicas;
+    uint64_t ranges, rf;
+    bool has_ranges, has_rf;
     uint8_t node[16], range[16], holder[16], topic[16], root_range[16];
     bool has_node, has_range, has_holder, has_topic, has_root_range;
     uint64_t expected_generation, epoch;
@@ -75,6 +82,7 @@ struct opts {
 enum {
     O_CONFIG = 1000, O_ENDPOINT, O_JSON, O_REQUEST_ID, O_ISSUED_AT, O_ID, O_ADDRESS, O_MEMBERS,
     O_NAME, O_ROLE, O_STATE, O_NODE, O_RANGE, O_HOLDER, O_TOPIC, O_ROOT_RANGE, O_GEN, O_EPOCH,
+    O_NATIVE, O_RANGES, O_RF, O_REPLICAS, O_TOPIC_UUID, O_ROOT_UUID,
 };
 
 static int
@@ -118,6 +126,16 @@ parse_one(int c, struct opts *o)
         o->has_id = rc == 0;
         return rc;
     case O_ADDRESS: o->address = optarg; return 0;
+    case O_NATIVE: o->native_addr = optarg; return 0;
+    case O_REPLICAS: o->replicas = optarg; return 0;
+    case O_RANGES:
+        rc = ctl_opt_u64(meta_usage, "--ranges", optarg, 1, VT_META_TOPIC_RANGES_MAX, &o->ranges);
+        o->has_ranges = rc == 0;
+        return rc;
+    case O_RF:
+        rc = ctl_opt_u64(meta_usage, "--replication-factor", optarg, 1, VT_META_RF_MAX, &o->rf);
+        o->has_rf = rc == 0;
+        return rc;
     case O_MEMBERS: o->members = optarg; return 0;
     case O_NAME: o->name = optarg; return 0;
     case O_ROLE: o->role = optarg; return 0;
@@ -127,6 +145,9 @@ parse_one(int c, struct opts *o)
     case O_HOLDER: return uuid_opt("--holder", optarg, o->holder, &o->has_holder);
     case O_TOPIC: return uuid_opt("--topic", optarg, o->topic, &o->has_topic);
     case O_ROOT_RANGE: return uuid_opt("--root-range", optarg, o->root_range, &o->has_root_range);
+    case O_TOPIC_UUID: return uuid_opt("--topic-uuid", optarg, o->topic, &o->has_topic);
+    case O_ROOT_UUID:
+        return uuid_opt("--root-range-uuid", optarg, o->root_range, &o->has_root_range);
     case O_GEN:
         rc = ctl_opt_u64(meta_usage, "--expected-generation", optarg, 0, UINT64_MAX,
                          &o->expected_generation);
@@ -151,6 +172,13 @@ parse_opts(int argc, char **argv, struct opts *o)
         {"issued-at-ms", required_argument, NULL, O_ISSUED_AT},
         {"id", required_argument, NULL, O_ID},
         {"address", required_argument, NULL, O_ADDRESS},
+        {"addr", required_argument, NULL, O_ADDRESS},
+        {"native-addr", required_argument, NULL, O_NATIVE},
+        {"ranges", required_argument, NULL, O_RANGES},
+        {"replication-factor", required_argument, NULL, O_RF},
+        {"replicas", required_argument, NULL, O_REPLICAS},
+        {"topic-uuid", required_argument, NULL, O_TOPIC_UUID},
+        {"root-range-uuid", required_argument, NULL, O_ROOT_UUID},
         {"members", required_argument, NULL, O_MEMBERS},
         {"name", required_argument, NULL, O_NAME},
         {"role", required_argument, NULL, O_ROLE},
@@ -458,6 +486,12 @@ print_response(const struct vt_meta_admin_propose_resp *pr, bool json)
             printf("{\"kind\":\"LeaseGranted\",\"fencing_epoch\":%" PRIu64
                    ",\"range_generation\":%" PRIu64 "}", r->epoch, r->generation);
             break;
+        case VT_META_RESP_LEASES_RENEWED:
+            printf("{\"kind\":\"LeasesRenewed\",\"renewed\":[");
+            for (uint32_t i = 0; i < r->renewed_n; i++)
+                printf("%s%s", i ? "," : "", vt_meta_renewed_bit(r, i) ? "true" : "false");
+            printf("]}");
+            break;
         default:
             printf("{\"kind\":\"Rejected\",\"error\":\"%s\",\"detail\":",
                    vt_meta_err_name(r->error));
@@ -478,6 +512,12 @@ print_response(const struct vt_meta_admin_propose_resp *pr, bool json)
     case VT_META_RESP_LEASE_GRANTED:
         printf("LeaseGranted fencing_epoch=%" PRIu64 " range_generation=%" PRIu64 "\n", r->epoch,
                r->generation);
+        break;
+    case VT_META_RESP_LEASES_RENEWED:
+        printf("LeasesRenewed n=%u renewed=", r->renewed_n);
+        for (uint32_t i = 0; i < r->renewed_n; i++)
+            putchar(vt_meta_renewed_bit(r, i) ? '1' : '0');
+        putchar('\n');
         break;
     default:
         printf("Rejected error=%s detail=\"%s\"\n", vt_meta_err_name(r->error), r->detail);
@@ -522,6 +562,35 @@ need(bool have, const char *cmd, const char *flag)
     return have ? 0 : ctl_usage_error(meta_usage, "%s needs %s", cmd, flag);
 }
 
+/* --replicas UUID,UUID,...: exactly rf ids (rf defaults to their count). */
+static int
+parse_replicas(struct opts *o, struct vt_meta_cmd *c)
+{
+    char buf[VT_META_RF_MAX * 40];
+    if (strlen(o->replicas) >= sizeof(buf))
+        return ctl_usage_error(meta_usage, "--replicas: too long (at most %u UUIDs)",
+                               VT_META_RF_MAX);
+    snprintf(buf, sizeof(buf), "%s", o->replicas);
+    unsigned n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == VT_META_RF_MAX)
+            return ctl_usage_error(meta_usage, "--replicas: more than %u UUIDs", VT_META_RF_MAX);
+        if (vt_cfg_parse_uuid(tok, strlen(tok), c->u.create.explicit_nodes[n]) != 0)
+            return ctl_usage_error(meta_usage, "--replicas: '%s' is not a UUID", tok);
+        n++;
+    }
+    if (n == 0)
+        return ctl_usage_error(meta_usage, "--replicas: no UUIDs");
+    if (!o->has_rf)
+        c->u.create.rf = (uint8_t)n;
+    if (n != c->u.create.rf)
+        return ctl_usage_error(meta_usage, "--replicas names %u nodes but "
+                               "--replication-factor is %u", n, c->u.create.rf);
+    c->u.create.n_explicit = (uint8_t)n;
+    return 0;
+}
+
 static int
 build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
 {
@@ -530,7 +599,9 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
     if (strcmp(name, "register-node") == 0) {
         if ((rc = need(o->has_node, name, "--node UUID")) ||
             (rc = need(o->address && *o->address && strlen(o->address) <= VT_META_ADDR_MAX, name,
-                       "--address ADDR (1..256 bytes)")))
+                       "--addr ADDR (1..256 bytes)")) ||
+            (rc = need(!o->native_addr || strlen(o->native_addr) <= VT_META_ADDR_MAX, name,
+                       "--native-addr ADDR of at most 256 bytes")))
             return rc;
         c->kind = VT_META_CMD_REGISTER_NODE;
         memcpy(c->u.reg.node, o->node, 16);
@@ -538,6 +609,9 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
         c->u.reg.expected_generation = o->expected_generation;
         c->u.reg.addr_len = (uint16_t)strlen(o->address);
         memcpy(c->u.reg.addr, o->address, c->u.reg.addr_len);
+        c->u.reg.native_len = o->native_addr ? (uint16_t)strlen(o->native_addr) : 0;
+        if (o->native_addr)
+            memcpy(c->u.reg.native_addr, o->native_addr, c->u.reg.native_len);
     } else if (strcmp(name, "set-node-state") == 0) {
         static const char *const st[] = {"active", "draining", "dead"};
         int s = -1;
@@ -564,6 +638,10 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
         memcpy(c->u.create.root_range, o->root_range, 16);
         c->u.create.name_len = (uint8_t)strlen(o->name);
         memcpy(c->u.create.name, o->name, c->u.create.name_len);
+        c->u.create.n_ranges = (uint16_t)(o->has_ranges ? o->ranges : 1);
+        c->u.create.rf = (uint8_t)(o->has_rf ? o->rf : 1);
+        if (o->replicas != NULL && (rc = parse_replicas(o, c)) != 0)
+            return rc;
     } else if (strcmp(name, "grant-lease") == 0 || strcmp(name, "release-lease") == 0) {
         bool grant = name[0] == 'g';
         if ((rc = need(o->has_range, name, "--range UUID")) ||
@@ -647,6 +725,8 @@ run(int argc, char **argv)
             rc = cmd_init(&o);
         } else if (strcmp(name, "range-lease") == 0) {
             rc = cmd_range_lease(&o);
+        } else if (strcmp(name, "nodes") == 0) {
+            rc = ctl_meta_nodes_print(&o.cfg, o.json);
         } else if (strcmp(name, "register-node") == 0 || strcmp(name, "set-node-state") == 0 ||
                    strcmp(name, "create-topic") == 0 || strcmp(name, "grant-lease") == 0 ||
                    strcmp(name, "release-lease") == 0) {
@@ -680,6 +760,7 @@ ctl_meta_main(int argc, char **argv)
         {"grant-lease", run, "propose GrantRangeLease (administrative)"},
         {"release-lease", run, "propose ReleaseRangeLease"},
         {"range-lease", run, "linearizable read of a range's lease"},
+        {"nodes", run, "linearizable read of every registered node"},
     };
     return ctl_dispatch("vtopctl meta", meta_usage, cmds, sizeof(cmds) / sizeof(cmds[0]), argc,
                         argv);

@@ -26,6 +26,7 @@ static const struct ctl_command commands[] = {
     {"verify", ctl_verify_main, "read a range back from a running node and check it"},
     {"node", ctl_node_main, "ask a running node about itself (node status)"},
     {"meta", ctl_meta_main, "the metadata plane: membership, proposals, lease reads"},
+    {"topic", ctl_topic_main, "topics in the metadata plane: list, describe"},
 };
 
 void

@@ -4,9 +4,10 @@
  * request until its answer is written (or its connection is gone).
  *
  * Authorization (docs/METADATA.md): any certificate from our CA may read
- * (Status, ReadLease). With an `operators` list, membership changes, init,
- * transfers and proposals need an operator CN, except that a data node (CN =
- * its UUID) may propose AcquireRangeLease / RenewRangeLease for itself.
+ * (Status, ReadLease, ReadNodes, ReadRanges). With an `operators` list,
+ * membership changes, init, transfers and proposals need an operator CN,
+ * except that a data node (CN = its UUID) may propose RegisterNode,
+ * AcquireRangeLease, RenewRangeLease and RenewNodeLeases for itself.
  * Without the list everything is allowed (a warning is logged at start).
  * Refusals say "unauthorized". */
 #include "vt_meta_node_int.h"
@@ -46,7 +47,8 @@ struct vt_mn_admin_req {
         struct raft_transfer transfer;
     } u;
     struct vt_meta_admin_member member; /* AddLearner */
-    uint8_t range[VT_META_UUID_BYTES];  /* ReadLease */
+    uint8_t range[VT_META_UUID_BYTES];  /* ReadLease; ReadNodes: after */
+    struct vt_meta_admin_read_ranges rq; /* ReadRanges */
     bool assign_step;                   /* AddLearner: raft_add done, raft_assign next */
 };
 
@@ -115,7 +117,7 @@ send_error(struct vt_mn_admin_conn *ac, uint64_t request_id, uint16_t code, uint
     va_start(ap, fmt);
     vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
     va_end(ap);
-    uint8_t buf[VT_META_ADMIN_PAYLOAD_MAX];
+    uint8_t buf[VT_META_ADMIN_SMALL_MAX];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
     vt_meta_admin_error_encode(&w, &e);
@@ -219,7 +221,8 @@ require_operator(struct vt_mn_admin_conn *ac, uint64_t rid, const char *what)
     return false;
 }
 
-/* Operators may propose anything; a node may acquire/renew its own leases. */
+/* Operators may propose anything; a node may register itself and acquire /
+ * renew its own leases. */
 static bool
 authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_meta_cmd *cmd)
 {
@@ -230,6 +233,10 @@ authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_met
         holder = cmd->u.acquire.holder;
     else if (cmd->kind == VT_META_CMD_RENEW_LEASE)
         holder = cmd->u.renew.holder;
+    else if (cmd->kind == VT_META_CMD_RENEW_NODE_LEASES)
+        holder = cmd->u.renew_node.holder;
+    else if (cmd->kind == VT_META_CMD_REGISTER_NODE)
+        holder = cmd->u.reg.node;
     if (holder != NULL) {
         char h[37];
         vt_uuid_format(holder, h);
@@ -237,7 +244,8 @@ authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_met
             return true;
     }
     send_error(ac, rid, VT_META_ADMIN_E_UNAUTHORIZED, 0, "unauthorized: '%s' may not propose "
-               "%s (operators may; a node only acquires or renews its own leases)", ac->cn,
+               "%s (operators may; a node only registers itself and acquires or renews its own "
+               "leases)", ac->cn,
                vt_meta_cmd_kind_name(cmd->kind));
     return false;
 }
@@ -285,7 +293,7 @@ handle_status(struct vt_mn_admin_conn *ac, uint64_t rid)
             s.n_members++;
         }
     }
-    uint8_t buf[VT_META_ADMIN_PAYLOAD_MAX];
+    uint8_t buf[VT_META_ADMIN_SMALL_MAX];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
     vt_meta_admin_status_encode(&w, &s);
@@ -306,7 +314,7 @@ on_applied(struct raft_apply *a, int status, void *result)
     const struct vt_meta_raft_result *res = result;
     if (r->ac != NULL) {
         struct vt_meta_admin_propose_resp pr = {.index = res->index, .resp = res->resp};
-        uint8_t buf[VT_META_ADMIN_PAYLOAD_MAX];
+        uint8_t buf[VT_META_ADMIN_SMALL_MAX];
         struct vt_wr w;
         vt_wr_init(&w, buf, sizeof(buf));
         vt_meta_admin_propose_resp_encode(&w, &pr);
@@ -358,7 +366,7 @@ on_barrier(struct raft_barrier *b, int status)
     if (r->ac != NULL) {
         struct vt_meta_admin_lease l = {.read_index = raft_last_applied(&r->mn->raft)};
         vt_meta_fsm_range_read(r->mn->fsm, r->range, &l.view);
-        uint8_t buf[VT_META_ADMIN_PAYLOAD_MAX];
+        uint8_t buf[VT_META_ADMIN_SMALL_MAX];
         struct vt_wr w;
         vt_wr_init(&w, buf, sizeof(buf));
         vt_meta_admin_lease_encode(&w, &l);
@@ -389,6 +397,109 @@ handle_read_lease(struct vt_mn_admin_conn *ac, const struct vt_frame *f)
     int rc = raft_barrier(&ac->mn->raft, &r->u.barrier, on_barrier);
     if (rc != 0)
         req_raft_error(r, rc, "read-lease barrier");
+}
+
+/* ---- ReadNodes / ReadRanges ------------------------------------------------------------- */
+
+/* Encodes a page on the heap (a page is too big for a reactor stack) and
+ * sends it; an allocation failure is answered Unavailable. */
+static void
+send_page(struct vt_mn_admin_req *r, bool nodes, const void *page)
+{
+    uint8_t *buf = malloc(VT_META_ADMIN_PAYLOAD_MAX);
+    if (buf == NULL) {
+        req_error(r, VT_META_ADMIN_E_UNAVAILABLE, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, buf, VT_META_ADMIN_PAYLOAD_MAX);
+    if (nodes)
+        vt_meta_admin_nodes_encode(&w, page);
+    else
+        vt_meta_admin_ranges_encode(&w, page);
+    VT_ASSERT(vt_wr_ok(&w));
+    send_payload(r->ac, nodes ? VT_META_ADMIN_K_NODES_RESP : VT_META_ADMIN_K_RANGES_RESP,
+                 r->request_id, buf, w.len);
+    free(buf);
+    req_free(r);
+}
+
+static void
+on_read_barrier(struct raft_barrier *b, int status)
+{
+    struct vt_mn_admin_req *r = REQ_OF(b, u.barrier);
+    bool nodes = r->kind == VT_META_ADMIN_K_READ_NODES;
+    if (status != 0) {
+        req_raft_error(r, status, nodes ? "read-nodes barrier" : "read-ranges barrier");
+        return;
+    }
+    if (r->ac == NULL) {
+        req_free(r);
+        return;
+    }
+    struct vt_meta_fsm *fsm = r->mn->fsm;
+    uint64_t read_index = raft_last_applied(&r->mn->raft);
+    if (nodes) {
+        struct vt_meta_admin_nodes *page = malloc(sizeof(*page));
+        if (page == NULL) {
+            req_error(r, VT_META_ADMIN_E_UNAVAILABLE, "out of memory");
+            return;
+        }
+        page->applied = vt_meta_fsm_applied_index(fsm);
+        page->read_index = read_index;
+        page->n = vt_meta_fsm_nodes_list(fsm, r->range, page->nodes, VT_META_ADMIN_NODES_PAGE,
+                                         &page->more);
+        send_page(r, true, page);
+        free(page);
+        return;
+    }
+    static const uint8_t nil[VT_META_UUID_BYTES];
+    struct vt_meta_admin_ranges *page = malloc(sizeof(*page));
+    if (page == NULL) {
+        req_error(r, VT_META_ADMIN_E_UNAVAILABLE, "out of memory");
+        return;
+    }
+    struct vt_meta_range_filter f = {.by_node = memcmp(r->rq.node, nil, sizeof(nil)) != 0,
+                                     .topic = r->rq.topic, .topic_len = r->rq.topic_len};
+    memcpy(f.node, r->rq.node, sizeof(f.node));
+    page->applied = vt_meta_fsm_applied_index(fsm);
+    page->read_index = read_index;
+    page->n = vt_meta_fsm_ranges_list(fsm, &f, r->rq.after, page->ranges,
+                                      VT_META_ADMIN_RANGES_PAGE, &page->more);
+    send_page(r, false, page);
+    free(page);
+}
+
+static void
+handle_read_list(struct vt_mn_admin_conn *ac, const struct vt_frame *f)
+{
+    bool nodes = f->kind == VT_META_ADMIN_K_READ_NODES;
+    uint8_t after[VT_META_UUID_BYTES];
+    struct vt_meta_admin_read_ranges rq;
+    char why[200];
+    int rc = nodes ? vt_meta_admin_read_nodes_decode(f->payload, f->payload_len, after, why,
+                                                     sizeof(why))
+                   : vt_meta_admin_read_ranges_decode(f->payload, f->payload_len, &rq, why,
+                                                      sizeof(why));
+    if (rc != 0) {
+        send_error(ac, f->request_id, VT_META_ADMIN_E_INVALID, 0, "%s: %s",
+                   nodes ? "ReadNodes" : "ReadRanges", why);
+        return;
+    }
+    if (!require_leader(ac, f->request_id))
+        return;
+    struct vt_mn_admin_req *r = req_new(ac, f->request_id, f->kind);
+    if (r == NULL) {
+        send_error(ac, f->request_id, VT_META_ADMIN_E_UNAVAILABLE, 0, "out of memory");
+        return;
+    }
+    if (nodes)
+        memcpy(r->range, after, sizeof(after));
+    else
+        r->rq = rq;
+    rc = raft_barrier(&ac->mn->raft, &r->u.barrier, on_read_barrier);
+    if (rc != 0)
+        req_raft_error(r, rc, nodes ? "read-nodes barrier" : "read-ranges barrier");
 }
 
 /* ---- Init ----------------------------------------------------------------------------- */
@@ -586,6 +697,8 @@ dispatch(struct vt_mn_admin_conn *ac, const struct vt_frame *f)
         return;
     case VT_META_ADMIN_K_PROPOSE: handle_propose(ac, f); return;
     case VT_META_ADMIN_K_READ_LEASE: handle_read_lease(ac, f); return;
+    case VT_META_ADMIN_K_READ_NODES:
+    case VT_META_ADMIN_K_READ_RANGES: handle_read_list(ac, f); return;
     case VT_META_ADMIN_K_INIT: handle_init(ac, f); return;
     case VT_META_ADMIN_K_ADD_LEARNER: handle_add_learner(ac, f); return;
     case VT_META_ADMIN_K_CHANGE: handle_change(ac, f); return;
@@ -605,7 +718,8 @@ on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
         struct vt_frame f;
         size_t n = 0;
         const char *why = NULL;
-        int rc = vt_frame_parse(data + used, len - used, VT_META_ADMIN_FRAME_MAX, &f, &n, &why);
+        int rc = vt_frame_parse(data + used, len - used, 40u + VT_META_ADMIN_REQUEST_MAX, &f, &n,
+                                &why);
         if (rc == -EAGAIN)
             break;
         if (rc != 0) {
@@ -680,7 +794,7 @@ vt_mn__admin_open(struct vt_meta_node *mn, char *err, size_t err_len)
     struct vt_conn_policy pol;
     vt_conn_policy_defaults(&pol);
     pol.max_conns = VT_MN_ADMIN_CONNS_MAX;
-    pol.in_buf_bytes = 4 * VT_META_ADMIN_FRAME_MAX;
+    pol.in_buf_bytes = 4 * (40u + VT_META_ADMIN_REQUEST_MAX);
     pol.out_buf_max_bytes = 1u << 20;
     pol.out_low_water_bytes = pol.out_buf_max_bytes / 4;
     vt_tls_refusal_metrics_attach(&mn->tls_admin, &pol);

@@ -39,6 +39,24 @@
  *                         (has_lease = 0 requires zero holder/epoch/deadline
  *                         fields; has_deadline = 0 requires deadline_ms 0)
  *  21    TransferLeader   id u64 (0 = any voter)
+ *  22    ReadNodes        after 16 (nil = from the first node)
+ *  23    NodesResp        applied u64 | read_index u64 | n u16 (<= 256) |
+ *                         n x (node 16 | state u8 (1..3) | generation u64 |
+ *                         addr str (1..256) | native_addr str (0..256)) |
+ *                         more bool; nodes strictly ascending by id
+ *  24    ReadRanges       node 16 (nil = any) | topic str ("" = any, else a
+ *                         topic name) | after 16 (nil = from the first)
+ *  25    RangesResp       applied u64 | read_index u64 | n u16 (<= 256) |
+ *                         n x entry | more bool; entries strictly ascending
+ *                         by range id; entry = topic 16 | topic_name str |
+ *                         topic_epoch u64 | range 16 | index u32 | count u32
+ *                         (1..1024, index < count) | generation u64 |
+ *                         fencing_epoch u64 | n_replicas u8 (1..7) | n x
+ *                         node 16 (distinct) | has_lease bool | holder 16 |
+ *                         lease_epoch u64 | has_deadline bool | deadline_ms
+ *                         i64 (the LeaseResp canonical-zero rules apply)
+ *  `more` = another matching record follows the last one returned: ask
+ *  again with after = that record's id.
  *
  * Pure: any thread, never blocks, never allocates. Decoders treat input as
  * untrusted: every length is checked against its limit before use, unknown
@@ -60,9 +78,18 @@
 #define VT_META_ADMIN_MAX_MEMBERS 16u
 #define VT_META_ADMIN_ADDR_MAX 80u
 #define VT_META_ADMIN_MSG_MAX 512u
-/* Largest payload any admin message carries (StatusResp), rounded up. */
-#define VT_META_ADMIN_PAYLOAD_MAX 4096u
+/* Records per NodesResp / RangesResp page (a full page fits the payload
+ * bound; static asserts in vt_meta_admin_read.c). */
+#define VT_META_ADMIN_NODES_PAGE 256u
+#define VT_META_ADMIN_RANGES_PAGE 256u
+/* Largest payload any admin message carries (a full page), rounded up. */
+#define VT_META_ADMIN_PAYLOAD_MAX (256u * 1024u)
 #define VT_META_ADMIN_FRAME_MAX (40u + VT_META_ADMIN_PAYLOAD_MAX)
+/* Largest request payload (Propose of the largest command), rounded up:
+ * what a server accepts, and the bound of its input buffer. */
+#define VT_META_ADMIN_REQUEST_MAX (32u * 1024u)
+/* Largest StatusResp / Error / ProposeResp / LeaseResp / Done payload. */
+#define VT_META_ADMIN_SMALL_MAX 4096u
 
 enum vt_meta_admin_kind {
     VT_META_ADMIN_K_STATUS = 10,
@@ -77,6 +104,10 @@ enum vt_meta_admin_kind {
     VT_META_ADMIN_K_READ_LEASE = 19,
     VT_META_ADMIN_K_LEASE_RESP = 20,
     VT_META_ADMIN_K_TRANSFER = 21,
+    VT_META_ADMIN_K_READ_NODES = 22,
+    VT_META_ADMIN_K_NODES_RESP = 23,
+    VT_META_ADMIN_K_READ_RANGES = 24,
+    VT_META_ADMIN_K_RANGES_RESP = 25,
 };
 
 enum vt_meta_admin_error {
@@ -149,6 +180,31 @@ struct vt_meta_admin_lease {
     uint64_t read_index; /* raft's applied index when the read was served */
 };
 
+/* A page of nodes (about 140 KiB: allocate it on the heap). */
+struct vt_meta_admin_nodes {
+    uint64_t applied;    /* the state machine's applied index */
+    uint64_t read_index; /* raft's applied index when the read was served */
+    uint32_t n;
+    bool more;
+    struct vt_meta_node_view nodes[VT_META_ADMIN_NODES_PAGE];
+};
+
+struct vt_meta_admin_read_ranges {
+    uint8_t node[VT_META_UUID_BYTES]; /* nil = any */
+    uint8_t topic_len;                /* 0 = any */
+    char topic[VT_META_TOPIC_NAME_MAX + 1];
+    uint8_t after[VT_META_UUID_BYTES]; /* nil = from the first */
+};
+
+/* A page of ranges (about 130 KiB: allocate it on the heap). */
+struct vt_meta_admin_ranges {
+    uint64_t applied;
+    uint64_t read_index;
+    uint32_t n;
+    bool more;
+    struct vt_meta_range_view ranges[VT_META_ADMIN_RANGES_PAGE];
+};
+
 /* Static names: "NotLeader", "voter", "promote", "leader"; "unknown" outside. */
 const char *vt_meta_admin_error_name(unsigned code);
 const char *vt_meta_admin_role_name(unsigned role);
@@ -196,6 +252,21 @@ int vt_meta_admin_lease_decode(const void *p, size_t len, struct vt_meta_admin_l
                                char *err, size_t err_len) VT_MUST_USE;
 int vt_meta_admin_transfer_decode(const void *p, size_t len, uint64_t *id, char *err,
                                   size_t err_len) VT_MUST_USE;
+
+/* ReadNodes / NodesResp / ReadRanges / RangesResp (vt_meta_admin_read.c). */
+void vt_meta_admin_read_nodes_encode(struct vt_wr *w, const uint8_t after[VT_META_UUID_BYTES]);
+int vt_meta_admin_read_nodes_decode(const void *p, size_t len, uint8_t after[VT_META_UUID_BYTES],
+                                    char *err, size_t err_len) VT_MUST_USE;
+void vt_meta_admin_nodes_encode(struct vt_wr *w, const struct vt_meta_admin_nodes *m);
+int vt_meta_admin_nodes_decode(const void *p, size_t len, struct vt_meta_admin_nodes *out,
+                               char *err, size_t err_len) VT_MUST_USE;
+void vt_meta_admin_read_ranges_encode(struct vt_wr *w, const struct vt_meta_admin_read_ranges *q);
+int vt_meta_admin_read_ranges_decode(const void *p, size_t len,
+                                     struct vt_meta_admin_read_ranges *out, char *err,
+                                     size_t err_len) VT_MUST_USE;
+void vt_meta_admin_ranges_encode(struct vt_wr *w, const struct vt_meta_admin_ranges *m);
+int vt_meta_admin_ranges_decode(const void *p, size_t len, struct vt_meta_admin_ranges *out,
+                                char *err, size_t err_len) VT_MUST_USE;
 
 /* True if `addr` is "host:port" with port 1..65535 and fits
  * VT_META_ADMIN_ADDR_MAX (what the decoders accept). */

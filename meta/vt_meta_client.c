@@ -638,14 +638,14 @@ vt_meta_client_new(struct vt_core *core, const struct vt_meta_client_config *cfg
         cl->own_ctx = true;
     }
     cl->slots = calloc(cl->max_outstanding, sizeof(*cl->slots));
-    cl->bufs = malloc((size_t)cl->max_outstanding * cl->max_payload);
+    cl->bufs = malloc((size_t)cl->max_outstanding * cl->max_request);
     cl->expired = calloc(cl->max_outstanding, sizeof(*cl->expired));
     if (cl->slots == NULL || cl->bufs == NULL || cl->expired == NULL) {
         snprintf(err, err_len, "meta client: out of memory for %u requests", cl->max_outstanding);
         goto fail;
     }
     for (uint32_t i = 0; i < cl->max_outstanding; i++) {
-        cl->slots[i].buf = cl->bufs + (size_t)i * cl->max_payload;
+        cl->slots[i].buf = cl->bufs + (size_t)i * cl->max_request;
         list_push(&cl->free_list, &cl->slots[i], false);
     }
     cl->next_wire_id = 1;
@@ -714,10 +714,10 @@ vt_meta_client_submit(struct vt_meta_client *cl, const struct vt_meta_client_req
                  "request: kind must be nonzero, done set, and a payload given for len > 0");
         return -EINVAL;
     }
-    if (req->len > cl->max_payload) {
+    if (req->len > cl->max_request) {
         snprintf(cl->last_error, sizeof(cl->last_error),
-                 "request: payload of %zu bytes is over max_payload %u", req->len,
-                 cl->max_payload);
+                 "request: payload of %zu bytes is over the request limit %u", req->len,
+                 cl->max_request);
         return -EMSGSIZE;
     }
     struct vt_mc_slot *s = cl->free_list.head;

@@ -80,7 +80,9 @@ struct vt_meta_client_config {
     uint32_t request_timeout_ms; /* submit -> final failure, default 5000 */
     uint32_t connect_timeout_ms; /* TCP + TLS handshake, default 2000 */
     uint32_t max_outstanding;    /* requests accepted and not completed, default 64, <= 4096 */
-    uint32_t max_payload;        /* request and answer payload bound, 64..4096, default 4096 */
+    uint32_t max_payload;        /* answer payload bound, 64..VT_META_ADMIN_PAYLOAD_MAX (the
+                                  * default); a request carries at most
+                                  * min(this, VT_META_ADMIN_REQUEST_MAX) */
     uint32_t backoff_base_ms;    /* walk restart backoff, default 50 */
     uint32_t backoff_max_ms;     /* default 1000 */
     uint64_t seed;               /* jitter; 0 = from the clock */
@@ -145,7 +147,7 @@ typedef void vt_meta_client_done_fn(void (*ucb)(void), void *uarg, int rc, uint1
 struct vt_meta_client_req {
     uint16_t kind; /* admin request kind, nonzero */
     const void *payload;
-    size_t len;                      /* <= max_payload */
+    size_t len;                      /* <= the request limit (see max_payload) */
     uint16_t resp_kind;              /* the answer kind expected; 0 = any but Error */
     vt_meta_client_check_fn *check;  /* NULL: the payload is not checked */
     vt_meta_client_done_fn *done;    /* required */

@@ -31,7 +31,7 @@ struct vt_mc_slot {
     bool failed;          /* an attempt failed (last_rc and why say how) */
     int rc;               /* VT_MC_DONE: the result */
     uint32_t len;         /* the request's payload, then (DONE) the answer's */
-    uint8_t *buf;         /* max_payload bytes */
+    uint8_t *buf;         /* max_request bytes */
     struct vt_meta_admin_err aerr; /* DONE with an admin error */
     char why[VT_MC_WHY_BYTES];
 };
@@ -58,6 +58,7 @@ struct vt_meta_client {
     struct vt_mc_target eps[VT_META_CLIENT_MAX_ENDPOINTS];
     uint32_t n_eps;
     uint32_t request_timeout_ms, max_outstanding, max_payload;
+    uint32_t max_request; /* min(max_payload, VT_META_ADMIN_REQUEST_MAX): what a request may carry */
     void (*on_result)(void *arg, uint16_t kind, int rc, uint64_t latency_ms);
     void *on_result_arg;
     struct vt_conn_policy pol;

@@ -114,9 +114,11 @@ vt_mc__config_apply(struct vt_meta_client *cl, const struct vt_meta_client_confi
     cl->on_result_arg = cfg->on_result_arg;
     vt_conn_policy_defaults(&cl->pol);
     cl->pol.connect_timeout_ms = connect_ms;
+    cl->max_request =
+        cl->max_payload < VT_META_ADMIN_REQUEST_MAX ? cl->max_payload : VT_META_ADMIN_REQUEST_MAX;
     uint32_t frame = VT_FRAME_HEADER_BYTES + cl->max_payload;
-    cl->pol.in_buf_bytes = 4 * (frame < 1024 ? 1024 : frame);
-    uint64_t out = (uint64_t)cl->max_outstanding * frame;
+    cl->pol.in_buf_bytes = 2 * (frame < 1024 ? 1024 : frame);
+    uint64_t out = (uint64_t)cl->max_outstanding * (VT_FRAME_HEADER_BYTES + cl->max_request);
     cl->pol.out_buf_max_bytes = out < (64u << 10) ? (64u << 10) : (uint32_t)out;
     cl->pol.out_low_water_bytes = cl->pol.out_buf_max_bytes / 4;
     return 0;

@@ -51,6 +51,8 @@ vt_meta_cmd_kind_name(unsigned kind)
         return "RenewRangeLease";
     case VT_META_CMD_DELETE_TOPIC:
         return "DeleteTopic";
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        return "RenewNodeLeases";
     default:
         return "unknown";
     }
@@ -113,13 +115,48 @@ copy_err(const struct vt_rd *r, char *err, size_t err_len)
 
 /* ---- command encoding --------------------------------------------------- */
 
+void
+vt_meta_renew_entry_get(const uint8_t *entries, uint32_t i, uint8_t range[VT_META_UUID_BYTES],
+                        uint64_t *epoch)
+{
+    const uint8_t *e = entries + (size_t)i * VT_META_RENEW_ENTRY_BYTES;
+    memcpy(range, e, VT_META_UUID_BYTES);
+    *epoch = vt_be64_get(e + VT_META_UUID_BYTES);
+}
+
+void
+vt_meta_renew_entry_put(uint8_t *entries, uint32_t i, const uint8_t range[VT_META_UUID_BYTES],
+                        uint64_t epoch)
+{
+    uint8_t *e = entries + (size_t)i * VT_META_RENEW_ENTRY_BYTES;
+    memcpy(e, range, VT_META_UUID_BYTES);
+    vt_be64_put(e + VT_META_UUID_BYTES, epoch);
+}
+
+/* Entries strictly increasing by range id (what the decoder accepts). */
+static bool
+renew_entries_ordered(const uint8_t *entries, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (memcmp(entries + (size_t)(i - 1) * VT_META_RENEW_ENTRY_BYTES,
+                   entries + (size_t)i * VT_META_RENEW_ENTRY_BYTES, VT_META_UUID_BYTES) >= 0)
+            return false;
+    return true;
+}
+
 static void
 cmd_check(const struct vt_meta_cmd *c)
 {
     switch (c->kind) {
     case VT_META_CMD_REGISTER_NODE:
         VT_ASSERT(c->u.reg.addr_len >= 1 && c->u.reg.addr_len <= VT_META_ADDR_MAX);
+        VT_ASSERT(c->u.reg.native_len <= VT_META_ADDR_MAX);
         VT_ASSERT(c->u.reg.has_expected || c->u.reg.expected_generation == 0);
+        break;
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        VT_ASSERT(c->u.renew_node.n >= 1 && c->u.renew_node.n <= VT_META_RENEW_MAX);
+        VT_ASSERT(c->u.renew_node.entries != NULL);
+        VT_ASSERT(renew_entries_ordered(c->u.renew_node.entries, c->u.renew_node.n));
         break;
     case VT_META_CMD_SET_NODE_STATE:
         VT_ASSERT(c->u.set_state.state >= VT_META_NODE_ACTIVE &&
@@ -127,6 +164,9 @@ cmd_check(const struct vt_meta_cmd *c)
         break;
     case VT_META_CMD_CREATE_TOPIC:
         VT_ASSERT(vt_meta_topic_name_valid(c->u.create.name, c->u.create.name_len));
+        VT_ASSERT(c->u.create.n_ranges >= 1 && c->u.create.n_ranges <= VT_META_TOPIC_RANGES_MAX);
+        VT_ASSERT(c->u.create.rf >= 1 && c->u.create.rf <= VT_META_RF_MAX);
+        VT_ASSERT(c->u.create.n_explicit == 0 || c->u.create.n_explicit == c->u.create.rf);
         break;
     case VT_META_CMD_DELETE_TOPIC:
         VT_ASSERT(vt_meta_topic_name_valid(c->u.del.name, c->u.del.name_len));
@@ -151,6 +191,8 @@ cmd_body_write(struct vt_wr *w, const struct vt_meta_cmd *c)
         vt_wr_u64(w, c->u.reg.expected_generation);
         vt_wr_u16(w, c->u.reg.addr_len);
         vt_wr_raw(w, c->u.reg.addr, c->u.reg.addr_len);
+        vt_wr_u16(w, c->u.reg.native_len);
+        vt_wr_raw(w, c->u.reg.native_addr, c->u.reg.native_len);
         break;
     case VT_META_CMD_SET_NODE_STATE:
         vt_wr_raw(w, c->u.set_state.node, VT_META_UUID_BYTES);
@@ -162,6 +204,18 @@ cmd_body_write(struct vt_wr *w, const struct vt_meta_cmd *c)
         vt_wr_raw(w, c->u.create.root_range, VT_META_UUID_BYTES);
         vt_wr_u8(w, c->u.create.name_len);
         vt_wr_raw(w, c->u.create.name, c->u.create.name_len);
+        vt_wr_u16(w, c->u.create.n_ranges);
+        vt_wr_u8(w, c->u.create.rf);
+        vt_wr_u8(w, c->u.create.n_explicit);
+        for (unsigned i = 0; i < c->u.create.n_explicit; i++)
+            vt_wr_raw(w, c->u.create.explicit_nodes[i], VT_META_UUID_BYTES);
+        break;
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        vt_wr_raw(w, c->u.renew_node.holder, VT_META_UUID_BYTES);
+        vt_wr_u32(w, c->u.renew_node.duration_ms);
+        vt_wr_u16(w, c->u.renew_node.n);
+        vt_wr_raw(w, c->u.renew_node.entries,
+                  (size_t)c->u.renew_node.n * VT_META_RENEW_ENTRY_BYTES);
         break;
     case VT_META_CMD_DELETE_TOPIC:
         vt_wr_raw(w, c->u.del.topic, VT_META_UUID_BYTES);
@@ -210,12 +264,27 @@ size_t
 vt_meta_cmd_size(const struct vt_meta_cmd *c)
 {
     cmd_check(c);
-    struct vt_wr w;
-    uint8_t scratch[VT_META_CMD_MAX_BYTES];
-    vt_wr_init(&w, scratch, sizeof(scratch));
-    cmd_write(&w, c);
-    VT_ASSERT(vt_wr_ok(&w));
-    return w.len;
+    size_t n = VT_META_CMD_HEADER_BYTES;
+    switch (c->kind) {
+    case VT_META_CMD_REGISTER_NODE:
+        return n + 16 + 1 + 8 + 2 + c->u.reg.addr_len + 2 + c->u.reg.native_len;
+    case VT_META_CMD_SET_NODE_STATE:
+        return n + 16 + 1 + 8;
+    case VT_META_CMD_CREATE_TOPIC:
+        return n + 16 + 16 + 1 + c->u.create.name_len + 2 + 1 + 1 +
+               (size_t)c->u.create.n_explicit * VT_META_UUID_BYTES;
+    case VT_META_CMD_DELETE_TOPIC:
+        return n + 16 + 1 + c->u.del.name_len;
+    case VT_META_CMD_GRANT_LEASE:
+    case VT_META_CMD_RELEASE_LEASE:
+        return n + 16 + 16 + 8;
+    case VT_META_CMD_ACQUIRE_LEASE:
+    case VT_META_CMD_RENEW_LEASE:
+        return n + 16 + 16 + 4 + 8;
+    default:
+        VT_ASSERT(c->kind == VT_META_CMD_RENEW_NODE_LEASES);
+        return n + 16 + 4 + 2 + (size_t)c->u.renew_node.n * VT_META_RENEW_ENTRY_BYTES;
+    }
 }
 
 int
@@ -297,6 +366,77 @@ rd_register(struct vt_rd *r, struct vt_meta_cmd *c)
     c->u.reg.has_expected = flag == 1;
     c->u.reg.addr_len = n;
     memcpy(c->u.reg.addr, p, n);
+    rc = vt_rd_u16(r, "native address length", &n);
+    if (rc != 0)
+        return rc;
+    if (n > VT_META_ADDR_MAX)
+        return vt_meta__rd_fail(r, -EMSGSIZE, "native address length %u outside 0..%u", n,
+                                VT_META_ADDR_MAX);
+    rc = vt_rd_raw(r, "native address", n, &p);
+    if (rc != 0)
+        return rc;
+    if (vt_codec_utf8_check(p, n, true, &bad) != 0)
+        return vt_meta__rd_fail(r, -EBADMSG, "native address: bad UTF-8 or NUL at byte %zu", bad);
+    c->u.reg.native_len = n;
+    memcpy(c->u.reg.native_addr, p, n);
+    return 0;
+}
+
+static int
+rd_create(struct vt_rd *r, struct vt_meta_cmd *c)
+{
+    int rc = rd_uuid(r, "topic id", c->u.create.topic);
+    if (rc == 0)
+        rc = rd_uuid(r, "root range id", c->u.create.root_range);
+    if (rc == 0)
+        rc = rd_name(r, &c->u.create.name_len, c->u.create.name);
+    if (rc == 0)
+        rc = vt_rd_u16(r, "range count", &c->u.create.n_ranges);
+    if (rc == 0)
+        rc = vt_rd_u8(r, "replication factor", &c->u.create.rf);
+    if (rc == 0)
+        rc = vt_rd_u8(r, "explicit replica count", &c->u.create.n_explicit);
+    if (rc != 0)
+        return rc;
+    if (c->u.create.n_ranges < 1 || c->u.create.n_ranges > VT_META_TOPIC_RANGES_MAX)
+        return vt_meta__rd_fail(r, c->u.create.n_ranges ? -EMSGSIZE : -EBADMSG,
+                                "range count %u outside 1..%u", c->u.create.n_ranges,
+                                VT_META_TOPIC_RANGES_MAX);
+    if (c->u.create.rf < 1 || c->u.create.rf > VT_META_RF_MAX)
+        return vt_meta__rd_fail(r, c->u.create.rf ? -EMSGSIZE : -EBADMSG,
+                                "replication factor %u outside 1..%u", c->u.create.rf,
+                                VT_META_RF_MAX);
+    if (c->u.create.n_explicit != 0 && c->u.create.n_explicit != c->u.create.rf)
+        return vt_meta__rd_fail(r, -EBADMSG,
+                                "explicit replica count %u is neither 0 nor the replication "
+                                "factor %u", c->u.create.n_explicit, c->u.create.rf);
+    for (unsigned i = 0; i < c->u.create.n_explicit && rc == 0; i++)
+        rc = rd_uuid(r, "explicit replica", c->u.create.explicit_nodes[i]);
+    return rc;
+}
+
+static int
+rd_renew_node(struct vt_rd *r, struct vt_meta_cmd *c)
+{
+    const uint8_t *p = NULL;
+    int rc = rd_uuid(r, "holder", c->u.renew_node.holder);
+    if (rc == 0)
+        rc = vt_rd_u32(r, "lease duration", &c->u.renew_node.duration_ms);
+    if (rc == 0)
+        rc = vt_rd_u16(r, "renewal count", &c->u.renew_node.n);
+    if (rc != 0)
+        return rc;
+    uint16_t n = c->u.renew_node.n;
+    if (n < 1 || n > VT_META_RENEW_MAX)
+        return vt_meta__rd_fail(r, n ? -EMSGSIZE : -EBADMSG, "renewal count %u outside 1..%u", n,
+                                VT_META_RENEW_MAX);
+    rc = vt_rd_raw(r, "renewal entries", (size_t)n * VT_META_RENEW_ENTRY_BYTES, &p);
+    if (rc != 0)
+        return rc;
+    if (!renew_entries_ordered(p, n))
+        return vt_meta__rd_fail(r, -EBADMSG,
+                                "renewal entries are not in strictly increasing range order");
+    c->u.renew_node.entries = p;
     return 0;
 }
 
@@ -366,12 +506,9 @@ rd_cmd_body(struct vt_rd *r, struct vt_meta_cmd *c)
     case VT_META_CMD_SET_NODE_STATE:
         return rd_set_state(r, c);
     case VT_META_CMD_CREATE_TOPIC:
-        rc = rd_uuid(r, "topic id", c->u.create.topic);
-        if (rc == 0)
-            rc = rd_uuid(r, "root range id", c->u.create.root_range);
-        if (rc == 0)
-            rc = rd_name(r, &c->u.create.name_len, c->u.create.name);
-        return rc;
+        return rd_create(r, c);
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        return rd_renew_node(r, c);
     case VT_META_CMD_DELETE_TOPIC:
         rc = rd_uuid(r, "topic id", c->u.del.topic);
         if (rc == 0)
@@ -433,6 +570,11 @@ vt_meta__resp_check(const struct vt_meta_response *rs)
                   rs->error <= VT_META_ERR_MALFORMED);
         VT_ASSERT(rs->detail_len <= VT_META_DETAIL_MAX);
         break;
+    case VT_META_RESP_LEASES_RENEWED:
+        VT_ASSERT(rs->renewed_n >= 1 && rs->renewed_n <= VT_META_RENEW_MAX);
+        VT_ASSERT(rs->renewed_n % 8 == 0 ||
+                  (rs->bitmap[rs->renewed_n / 8] >> (rs->renewed_n % 8)) == 0);
+        break;
     default:
         VT_ASSERT(!"unknown metadata response kind");
     }
@@ -455,6 +597,10 @@ vt_meta__resp_body_write(struct vt_wr *w, const struct vt_meta_response *rs)
     case VT_META_RESP_LEASE_GRANTED:
         vt_wr_u64(w, rs->epoch);
         vt_wr_u64(w, rs->generation);
+        break;
+    case VT_META_RESP_LEASES_RENEWED:
+        vt_wr_u16(w, rs->renewed_n);
+        vt_wr_raw(w, rs->bitmap, (rs->renewed_n + 7u) / 8u);
         break;
     default:
         vt_wr_u8(w, rs->error);
@@ -492,6 +638,26 @@ rd_rejected(struct vt_rd *r, struct vt_meta_response *rs)
     return 0;
 }
 
+static int
+rd_renewed(struct vt_rd *r, struct vt_meta_response *rs)
+{
+    const uint8_t *p = NULL;
+    int rc = vt_rd_u16(r, "renewed count", &rs->renewed_n);
+    if (rc != 0)
+        return rc;
+    uint16_t n = rs->renewed_n;
+    if (n < 1 || n > VT_META_RENEW_MAX)
+        return vt_meta__rd_fail(r, n ? -EMSGSIZE : -EBADMSG, "renewed count %u outside 1..%u", n,
+                                VT_META_RENEW_MAX);
+    rc = vt_rd_raw(r, "renewed bitmap", (n + 7u) / 8u, &p);
+    if (rc != 0)
+        return rc;
+    memcpy(rs->bitmap, p, (n + 7u) / 8u);
+    if (n % 8 != 0 && (rs->bitmap[n / 8] >> (n % 8)) != 0)
+        return vt_meta__rd_fail(r, -EBADMSG, "renewed bitmap has bits set past entry %u", n - 1);
+    return 0;
+}
+
 int
 vt_meta__resp_body_read(struct vt_rd *r, struct vt_meta_response *rs)
 {
@@ -516,6 +682,8 @@ vt_meta__resp_body_read(struct vt_rd *r, struct vt_meta_response *rs)
         return rc;
     case VT_META_RESP_REJECTED:
         return rd_rejected(r, rs);
+    case VT_META_RESP_LEASES_RENEWED:
+        return rd_renewed(r, rs);
     default:
         return vt_meta__rd_fail(r, -EBADMSG, "unknown response kind %u", rs->kind);
     }

@@ -11,7 +11,7 @@
  * Command (proposed as one Raft log entry):
  *   off  len  field
  *   0    4    magic "VTMC"
- *   4    1    version = 1
+ *   4    1    version = 2 (other versions: -EPROTONOSUPPORT)
  *   5    1    kind (VT_META_CMD_*)
  *   6    16   request_id (chosen by the proposer; the dedup key)
  *   22   8    issued_at_ms i64 (the proposer's clock; the only time the
@@ -19,19 +19,29 @@
  *   30   ...  body, by kind:
  *   1  RegisterNode   node 16 | has_expected u8 (0|1) | expected_generation
  *                     u64 (0 when has_expected = 0) | addr_len u16 (1..256) |
- *                     addr (UTF-8, no NUL)
+ *                     addr (UTF-8, no NUL; the replica-plane "host:port") |
+ *                     native_len u16 (0..256) | native_addr (UTF-8, no NUL;
+ *                     the client-plane address, empty when not known)
  *   2  SetNodeState   node 16 | state u8 (1 Active, 2 Draining, 3 Dead) |
  *                     expected_generation u64
  *   3  CreateTopic    topic 16 | root_range 16 | name_len u8 (1..249) | name
- *                     ([A-Za-z0-9._-])
+ *                     ([A-Za-z0-9._-]) | n_ranges u16 (1..1024) | rf u8
+ *                     (1..7) | n_explicit u8 (0 or rf) | n_explicit x node 16
+ *                     (explicit replica set, first = preferred leader; no
+ *                     nil id, no repeats)
  *   4  GrantRangeLease    range 16 | holder 16 | expected_generation u64
  *   5  ReleaseRangeLease  range 16 | holder 16 | epoch u64
  *   28 AcquireRangeLease  range 16 | holder 16 | duration_ms u32 |
  *                         expected_generation u64
  *   29 RenewRangeLease    range 16 | holder 16 | epoch u64 | duration_ms u32
  *   30 DeleteTopic        topic 16 | name_len u8 (1..249) | name
+ *   31 RenewNodeLeases    holder 16 | duration_ms u32 | n u16 (1..1024) |
+ *                         n x (range 16 | epoch u64), ranges strictly
+ *                         increasing (the decoder refuses repeats and
+ *                         disorder)
  *   Kinds 1-5, 28, 29 follow the reference numbering; 30 is ours (it makes
- *   "recreating a name mints a new topic epoch" reachable).
+ *   "recreating a name mints a new topic epoch" reachable), and so is 31
+ *   (one entry renews every lease a node holds).
  *
  * Response (the result of applying one command):
  *   0    4    magic "VTMR"
@@ -43,6 +53,9 @@
  *   3  LeaseGranted  fencing_epoch u64 | range_generation u64
  *   4  Rejected      error u8 (VT_META_ERR_*) | detail_len u16 (0..256) |
  *                    detail (UTF-8, no NUL)
+ *   8  LeasesRenewed n u16 (1..1024) | bitmap ceil(n/8) bytes: bit i (LSB
+ *                    first in byte i/8) = 1 iff entry i was renewed; the
+ *                    unused high bits of the last byte are 0
  *   The response body (kind onwards) is also how the dedup FIFO stores each
  *   response inside a snapshot. */
 #ifndef VT_META_CODEC_H
@@ -58,12 +71,18 @@
 #define VT_META_ADDR_MAX 256
 #define VT_META_TOPIC_NAME_MAX 249
 #define VT_META_DETAIL_MAX 256
-#define VT_META_CMD_VERSION 1
+#define VT_META_CMD_VERSION 2
 #define VT_META_RESP_VERSION 1
 #define VT_META_CMD_HEADER_BYTES 30
-/* Largest encodings: RegisterNode with a 256-byte address; Rejected with a
+#define VT_META_TOPIC_RANGES_MAX 1024u /* ranges one CreateTopic makes */
+#define VT_META_RF_MAX 7u              /* replicas per range */
+#define VT_META_RENEW_MAX 1024u        /* entries in one RenewNodeLeases */
+#define VT_META_RENEW_ENTRY_BYTES 24u  /* range 16 | epoch u64 */
+#define VT_META_RENEW_BITMAP_MAX ((VT_META_RENEW_MAX + 7u) / 8u)
+/* Largest encodings: RenewNodeLeases with 1,024 entries; Rejected with a
  * 256-byte detail. */
-#define VT_META_CMD_MAX_BYTES (VT_META_CMD_HEADER_BYTES + 16 + 1 + 8 + 2 + VT_META_ADDR_MAX)
+#define VT_META_CMD_MAX_BYTES \
+    (VT_META_CMD_HEADER_BYTES + 16 + 4 + 2 + VT_META_RENEW_MAX * VT_META_RENEW_ENTRY_BYTES)
 #define VT_META_RESP_MAX_BYTES (5 + 1 + 1 + 2 + VT_META_DETAIL_MAX)
 
 enum vt_meta_cmd_kind {
@@ -75,6 +94,7 @@ enum vt_meta_cmd_kind {
     VT_META_CMD_ACQUIRE_LEASE = 28,
     VT_META_CMD_RENEW_LEASE = 29,
     VT_META_CMD_DELETE_TOPIC = 30,
+    VT_META_CMD_RENEW_NODE_LEASES = 31,
 };
 
 enum vt_meta_node_state {
@@ -88,6 +108,7 @@ enum vt_meta_resp_kind {
     VT_META_RESP_TOPIC_CREATED = 2,
     VT_META_RESP_LEASE_GRANTED = 3,
     VT_META_RESP_REJECTED = 4,
+    VT_META_RESP_LEASES_RENEWED = 8,
 };
 
 enum vt_meta_err {
@@ -113,6 +134,8 @@ struct vt_meta_cmd {
             uint64_t expected_generation;
             uint16_t addr_len;
             char addr[VT_META_ADDR_MAX];
+            uint16_t native_len; /* 0..VT_META_ADDR_MAX */
+            char native_addr[VT_META_ADDR_MAX];
         } reg;
         struct {
             uint8_t node[VT_META_UUID_BYTES];
@@ -124,6 +147,10 @@ struct vt_meta_cmd {
             uint8_t root_range[VT_META_UUID_BYTES];
             uint8_t name_len;
             char name[VT_META_TOPIC_NAME_MAX];
+            uint16_t n_ranges; /* 1..VT_META_TOPIC_RANGES_MAX */
+            uint8_t rf;        /* 1..VT_META_RF_MAX */
+            uint8_t n_explicit; /* 0 (placed by the state machine) or rf */
+            uint8_t explicit_nodes[VT_META_RF_MAX][VT_META_UUID_BYTES];
         } create;
         struct {
             uint8_t topic[VT_META_UUID_BYTES];
@@ -152,6 +179,16 @@ struct vt_meta_cmd {
             uint8_t holder[VT_META_UUID_BYTES];
             uint64_t epoch;
         } release;
+        /* The entries stay in wire form (VT_META_RENEW_ENTRY_BYTES each;
+         * vt_meta_renew_entry_get/put): after a decode `entries` points
+         * into the decoded buffer and is valid only as long as it is; an
+         * encoder reads n entries from it. */
+        struct {
+            uint8_t holder[VT_META_UUID_BYTES];
+            uint32_t duration_ms;
+            uint16_t n; /* 1..VT_META_RENEW_MAX */
+            const uint8_t *entries;
+        } renew_node;
     } u;
 };
 
@@ -164,8 +201,24 @@ struct vt_meta_response {
     uint64_t epoch;                    /* TopicCreated: topic epoch; LeaseGranted: fencing epoch */
     uint8_t topic[VT_META_UUID_BYTES]; /* TopicCreated */
     uint8_t root_range[VT_META_UUID_BYTES]; /* TopicCreated */
-    char detail[VT_META_DETAIL_MAX + 1];    /* Rejected */
+    uint16_t renewed_n;                     /* LeasesRenewed: entries in the bitmap */
+    union {
+        char detail[VT_META_DETAIL_MAX + 1];           /* Rejected */
+        uint8_t bitmap[VT_META_RENEW_BITMAP_MAX];      /* LeasesRenewed */
+    };
 };
+
+/* Entry i of a RenewNodeLeases entry array in wire form. */
+void vt_meta_renew_entry_get(const uint8_t *entries, uint32_t i,
+                             uint8_t range[VT_META_UUID_BYTES], uint64_t *epoch);
+void vt_meta_renew_entry_put(uint8_t *entries, uint32_t i,
+                             const uint8_t range[VT_META_UUID_BYTES], uint64_t epoch);
+/* Bit i of a LeasesRenewed bitmap. */
+static inline bool
+vt_meta_renewed_bit(const struct vt_meta_response *r, uint32_t i)
+{
+    return i < r->renewed_n && (r->bitmap[i / 8] >> (i % 8) & 1) != 0;
+}
 
 /* True if name[0..len) is a valid topic name: 1..249 bytes of [A-Za-z0-9._-]. */
 bool vt_meta_topic_name_valid(const char *name, size_t len);

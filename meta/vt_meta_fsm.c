@@ -26,8 +26,8 @@ is_nil(const uint8_t id[VT_META_UUID_BYTES])
 }
 
 /* Lowercase hyphenated text of a UUID (37 bytes with the NUL). */
-static const char *
-id_text(const uint8_t id[VT_META_UUID_BYTES], char out[37])
+const char *
+vt_meta__id_text(const uint8_t id[VT_META_UUID_BYTES], char out[37])
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
@@ -41,12 +41,9 @@ id_text(const uint8_t id[VT_META_UUID_BYTES], char out[37])
     return out;
 }
 
-static int reject(struct vt_meta_response *out, uint8_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Fills a Rejected response (detail truncated to VT_META_DETAIL_MAX). */
-static int
-reject(struct vt_meta_response *out, uint8_t code, const char *fmt, ...)
+int
+vt_meta__reject(struct vt_meta_response *out, uint8_t code, const char *fmt, ...)
 {
     memset(out, 0, sizeof(*out));
     out->kind = VT_META_RESP_REJECTED;
@@ -101,12 +98,14 @@ lease_targets(struct vt_meta_fsm *fsm, const uint8_t range[VT_META_UUID_BYTES],
     char a[37];
     *rg = live_range(fsm, range);
     if (*rg == NULL) {
-        reject(out, VT_META_ERR_NOT_FOUND, "range %s not found", id_text(range, a));
+        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
+                        vt_meta__id_text(range, a));
         return false;
     }
     *node = find_node(fsm, holder);
     if (*node == NULL) {
-        reject(out, VT_META_ERR_NOT_FOUND, "holder node %s is not registered", id_text(holder, a));
+        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "holder node %s is not registered",
+                        vt_meta__id_text(holder, a));
         return false;
     }
     return true;
@@ -118,9 +117,9 @@ gen_cas(const struct vt_meta_range_rec *rg, uint64_t expected, struct vt_meta_re
     if (rg->generation == expected)
         return true;
     char a[37];
-    reject(out, VT_META_ERR_GENERATION_MISMATCH,
-           "range %s generation is %" PRIu64 ", expected %" PRIu64, id_text(rg->id, a),
-           rg->generation, expected);
+    vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
+           "range %s generation is %" PRIu64 ", expected %" PRIu64, vt_meta__id_text(rg->id, a),
+                    rg->generation, expected);
     return false;
 }
 
@@ -130,8 +129,8 @@ holder_active(const struct vt_meta_node_rec *node, struct vt_meta_response *out)
     if (node->state == VT_META_NODE_ACTIVE)
         return true;
     char a[37];
-    reject(out, VT_META_ERR_INVALID_TRANSITION, "holder node %s is %s, not Active",
-           id_text(node->id, a), vt_meta_node_state_name(node->state));
+    vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "holder node %s is %s, not Active",
+                    vt_meta__id_text(node->id, a), vt_meta_node_state_name(node->state));
     return false;
 }
 
@@ -141,7 +140,7 @@ can_mint(const struct vt_meta_range_rec *rg, struct vt_meta_response *out)
 {
     if (rg->fencing_epoch < UINT64_MAX && rg->generation < UINT64_MAX)
         return true;
-    reject(out, VT_META_ERR_LIMIT, "range epoch or generation exhausted");
+    vt_meta__reject(out, VT_META_ERR_LIMIT, "range epoch or generation exhausted");
     return false;
 }
 
@@ -152,11 +151,11 @@ lease_deadline(int64_t issued_at_ms, uint32_t duration_ms, int64_t *deadline,
                struct vt_meta_response *out)
 {
     if (duration_ms == 0) {
-        reject(out, VT_META_ERR_MALFORMED, "lease duration must be > 0 ms");
+        vt_meta__reject(out, VT_META_ERR_MALFORMED, "lease duration must be > 0 ms");
         return false;
     }
     if (issued_at_ms > INT64_MAX - (int64_t)duration_ms) {
-        reject(out, VT_META_ERR_MALFORMED, "issued_at_ms + duration overflows");
+        vt_meta__reject(out, VT_META_ERR_MALFORMED, "issued_at_ms + duration overflows");
         return false;
     }
     *deadline = issued_at_ms + (int64_t)duration_ms;
@@ -171,20 +170,26 @@ cmd_register(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_met
     char a[37];
     size_t bad = 0;
     if (is_nil(c->u.reg.node))
-        return reject(out, VT_META_ERR_MALFORMED, "node id is nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "node id is nil");
     if (c->u.reg.addr_len < 1 || c->u.reg.addr_len > VT_META_ADDR_MAX ||
         vt_codec_utf8_check(c->u.reg.addr, c->u.reg.addr_len, true, &bad) != 0)
-        return reject(out, VT_META_ERR_MALFORMED, "node address must be 1..%u bytes of UTF-8",
-                      VT_META_ADDR_MAX);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                               "node address must be 1..%u bytes of UTF-8", VT_META_ADDR_MAX);
+    if (c->u.reg.native_len > VT_META_ADDR_MAX ||
+        vt_codec_utf8_check(c->u.reg.native_addr, c->u.reg.native_len, true, &bad) != 0)
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                               "node native address must be 0..%u bytes of UTF-8",
+                               VT_META_ADDR_MAX);
     uint32_t pos = 0;
     struct vt_meta_node_rec *n = vt_meta__table_find_id(&fsm->st.nodes, c->u.reg.node, &pos);
     if (!c->u.reg.has_expected) {
         if (n != NULL)
-            return reject(out, VT_META_ERR_ALREADY_EXISTS,
-                          "node %s already registered (generation %" PRIu64 ")",
-                          id_text(c->u.reg.node, a), n->generation);
+            return vt_meta__reject(out, VT_META_ERR_ALREADY_EXISTS,
+                                   "node %s already registered (generation %" PRIu64 ")",
+                                   vt_meta__id_text(c->u.reg.node, a), n->generation);
         if (fsm->st.nodes.n >= fsm->limits.max_nodes)
-            return reject(out, VT_META_ERR_LIMIT, "node limit %u reached", fsm->limits.max_nodes);
+            return vt_meta__reject(out, VT_META_ERR_LIMIT, "node limit %u reached",
+                                   fsm->limits.max_nodes);
         if (vt_meta__table_reserve(&fsm->st.nodes, 1) != 0)
             return -ENOMEM;
         struct vt_meta_node_rec rec;
@@ -193,23 +198,29 @@ cmd_register(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_met
         rec.state = VT_META_NODE_ACTIVE;
         rec.addr_len = c->u.reg.addr_len;
         memcpy(rec.addr, c->u.reg.addr, c->u.reg.addr_len);
+        rec.native_len = c->u.reg.native_len;
+        memcpy(rec.native_addr, c->u.reg.native_addr, c->u.reg.native_len);
         vt_meta__table_insert(&fsm->st.nodes, pos, &rec);
         return ack(out, 0);
     }
     if (n == NULL)
-        return reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
-                      id_text(c->u.reg.node, a));
+        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
+                               vt_meta__id_text(c->u.reg.node, a));
     if (n->generation != c->u.reg.expected_generation)
-        return reject(out, VT_META_ERR_GENERATION_MISMATCH,
-                      "node %s generation is %" PRIu64 ", expected %" PRIu64, id_text(n->id, a),
-                      n->generation, c->u.reg.expected_generation);
+        return vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
+                               "node %s generation is %" PRIu64 ", expected %" PRIu64,
+                               vt_meta__id_text(n->id, a), n->generation,
+                               c->u.reg.expected_generation);
     if (n->generation == UINT64_MAX)
-        return reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
+        return vt_meta__reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
     n->generation++;
     n->state = VT_META_NODE_ACTIVE;
     memset(n->addr, 0, sizeof(n->addr));
     n->addr_len = c->u.reg.addr_len;
     memcpy(n->addr, c->u.reg.addr, c->u.reg.addr_len);
+    memset(n->native_addr, 0, sizeof(n->native_addr));
+    n->native_len = c->u.reg.native_len;
+    memcpy(n->native_addr, c->u.reg.native_addr, c->u.reg.native_len);
     return ack(out, n->generation);
 }
 
@@ -229,117 +240,30 @@ cmd_set_state(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_me
     char a[37];
     uint8_t to = c->u.set_state.state;
     if (is_nil(c->u.set_state.node))
-        return reject(out, VT_META_ERR_MALFORMED, "node id is nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "node id is nil");
     if (to < VT_META_NODE_ACTIVE || to > VT_META_NODE_DEAD)
-        return reject(out, VT_META_ERR_MALFORMED, "node state %u is not 1..3", to);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "node state %u is not 1..3", to);
     struct vt_meta_node_rec *n = find_node(fsm, c->u.set_state.node);
     if (n == NULL)
-        return reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
-                      id_text(c->u.set_state.node, a));
+        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "node %s is not registered",
+                               vt_meta__id_text(c->u.set_state.node, a));
     if (n->generation != c->u.set_state.expected_generation)
-        return reject(out, VT_META_ERR_GENERATION_MISMATCH,
-                      "node %s generation is %" PRIu64 ", expected %" PRIu64, id_text(n->id, a),
-                      n->generation, c->u.set_state.expected_generation);
+        return vt_meta__reject(out, VT_META_ERR_GENERATION_MISMATCH,
+                               "node %s generation is %" PRIu64 ", expected %" PRIu64,
+                               vt_meta__id_text(n->id, a), n->generation,
+                               c->u.set_state.expected_generation);
     if (!node_transition_ok(n->state, to))
-        return reject(out, VT_META_ERR_INVALID_TRANSITION, "node %s: %s -> %s is not allowed",
-                      id_text(n->id, a), vt_meta_node_state_name(n->state),
-                      vt_meta_node_state_name(to));
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                               "node %s: %s -> %s is not allowed", vt_meta__id_text(n->id, a),
+                               vt_meta_node_state_name(n->state), vt_meta_node_state_name(to));
     if (n->generation == UINT64_MAX)
-        return reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
+        return vt_meta__reject(out, VT_META_ERR_LIMIT, "node generation exhausted");
     n->state = to;
     n->generation++;
     return ack(out, n->generation);
 }
 
 /* ---- topics ------------------------------------------------------------- */
-
-/* Reserves room for one topic, one range and (if new) one name. */
-static int
-create_reserve(struct vt_meta_fsm *fsm, bool new_name)
-{
-    if (vt_meta__table_reserve(&fsm->st.topics, 1) != 0 ||
-        vt_meta__table_reserve(&fsm->st.ranges, 1) != 0 ||
-        (new_name && vt_meta__table_reserve(&fsm->st.names, 1) != 0))
-        return -ENOMEM;
-    return 0;
-}
-
-static void
-create_insert(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, uint64_t epoch)
-{
-    uint32_t tpos = 0, rpos = 0, npos = 0;
-    struct vt_meta_topic_rec tp;
-    memset(&tp, 0, sizeof(tp));
-    memcpy(tp.id, c->u.create.topic, VT_META_UUID_BYTES);
-    memcpy(tp.root_range, c->u.create.root_range, VT_META_UUID_BYTES);
-    tp.epoch = epoch;
-    tp.name_len = c->u.create.name_len;
-    memcpy(tp.name, c->u.create.name, tp.name_len);
-    const void *topic_dup = vt_meta__table_find_id(&fsm->st.topics, tp.id, &tpos);
-    VT_ASSERT(topic_dup == NULL);
-    vt_meta__table_insert(&fsm->st.topics, tpos, &tp);
-
-    struct vt_meta_range_rec rg;
-    memset(&rg, 0, sizeof(rg));
-    memcpy(rg.id, c->u.create.root_range, VT_META_UUID_BYTES);
-    memcpy(rg.topic, c->u.create.topic, VT_META_UUID_BYTES);
-    const void *range_dup = vt_meta__table_find_id(&fsm->st.ranges, rg.id, &rpos);
-    VT_ASSERT(range_dup == NULL);
-    vt_meta__table_insert(&fsm->st.ranges, rpos, &rg);
-
-    struct vt_meta_name_rec *nr = vt_meta__names_find(&fsm->st.names, tp.name, tp.name_len, &npos);
-    if (nr == NULL) {
-        struct vt_meta_name_rec fresh;
-        memset(&fresh, 0, sizeof(fresh));
-        fresh.name_len = tp.name_len;
-        memcpy(fresh.name, tp.name, tp.name_len);
-        vt_meta__table_insert(&fsm->st.names, npos, &fresh);
-        nr = vt_meta__at(&fsm->st.names, npos);
-    }
-    nr->max_epoch = epoch;
-    nr->live = true;
-    memcpy(nr->live_topic, tp.id, VT_META_UUID_BYTES);
-}
-
-static int
-cmd_create_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_response *out)
-{
-    char a[37];
-    const char *name = c->u.create.name;
-    int nlen = c->u.create.name_len;
-    if (is_nil(c->u.create.topic) || is_nil(c->u.create.root_range))
-        return reject(out, VT_META_ERR_MALFORMED, "topic and root range ids must not be nil");
-    if (memcmp(c->u.create.topic, c->u.create.root_range, VT_META_UUID_BYTES) == 0)
-        return reject(out, VT_META_ERR_MALFORMED, "root range id equals the topic id");
-    if (!vt_meta_topic_name_valid(name, c->u.create.name_len))
-        return reject(out, VT_META_ERR_MALFORMED, "topic name must be 1..%u of [A-Za-z0-9._-]",
-                      VT_META_TOPIC_NAME_MAX);
-    if (vt_meta__table_find_id(&fsm->st.topics, c->u.create.topic, NULL) != NULL)
-        return reject(out, VT_META_ERR_ALREADY_EXISTS, "topic id %s is already used",
-                      id_text(c->u.create.topic, a));
-    if (vt_meta__table_find_id(&fsm->st.ranges, c->u.create.root_range, NULL) != NULL)
-        return reject(out, VT_META_ERR_ALREADY_EXISTS, "range id %s is already used",
-                      id_text(c->u.create.root_range, a));
-    const struct vt_meta_name_rec *nr =
-        vt_meta__names_find(&fsm->st.names, name, (size_t)nlen, NULL);
-    if (nr != NULL && nr->live)
-        return reject(out, VT_META_ERR_ALREADY_EXISTS, "topic %.*s exists (epoch %" PRIu64 ")",
-                      nlen, name, nr->max_epoch);
-    if (fsm->st.topics.n >= fsm->limits.max_topics)
-        return reject(out, VT_META_ERR_LIMIT, "topic limit %u reached", fsm->limits.max_topics);
-    if (fsm->st.ranges.n >= fsm->limits.max_ranges)
-        return reject(out, VT_META_ERR_LIMIT, "range limit %u reached", fsm->limits.max_ranges);
-    uint64_t epoch = nr != NULL ? nr->max_epoch + 1 : 1;
-    if (create_reserve(fsm, nr == NULL) != 0)
-        return -ENOMEM;
-    create_insert(fsm, c, epoch);
-    memset(out, 0, sizeof(*out));
-    out->kind = VT_META_RESP_TOPIC_CREATED;
-    memcpy(out->topic, c->u.create.topic, VT_META_UUID_BYTES);
-    memcpy(out->root_range, c->u.create.root_range, VT_META_UUID_BYTES);
-    out->epoch = epoch;
-    return 0;
-}
 
 static int
 cmd_delete_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_response *out)
@@ -348,14 +272,15 @@ cmd_delete_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt
     const char *name = c->u.del.name;
     int nlen = c->u.del.name_len;
     if (is_nil(c->u.del.topic))
-        return reject(out, VT_META_ERR_MALFORMED, "topic id is nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "topic id is nil");
     if (!vt_meta_topic_name_valid(name, c->u.del.name_len))
-        return reject(out, VT_META_ERR_MALFORMED, "topic name must be 1..%u of [A-Za-z0-9._-]",
-                      VT_META_TOPIC_NAME_MAX);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                               "topic name must be 1..%u of [A-Za-z0-9._-]",
+                               VT_META_TOPIC_NAME_MAX);
     struct vt_meta_name_rec *nr = vt_meta__names_find(&fsm->st.names, name, (size_t)nlen, NULL);
     if (nr == NULL || !nr->live || memcmp(nr->live_topic, c->u.del.topic, VT_META_UUID_BYTES) != 0)
-        return reject(out, VT_META_ERR_NOT_FOUND, "no live topic %.*s with id %s", nlen, name,
-                      id_text(c->u.del.topic, a));
+        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "no live topic %.*s with id %s", nlen,
+                               name, vt_meta__id_text(c->u.del.topic, a));
     struct vt_meta_topic_rec *tp = vt_meta__table_find_id(&fsm->st.topics, c->u.del.topic, NULL);
     VT_ASSERT(tp != NULL && !tp->deleted);
     /* Every range of the topic goes with it: leases cleared, epochs kept. */
@@ -396,7 +321,7 @@ cmd_grant(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_r
     struct vt_meta_range_rec *rg = NULL;
     struct vt_meta_node_rec *node = NULL;
     if (is_nil(c->u.grant.range) || is_nil(c->u.grant.holder))
-        return reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
     if (!lease_targets(fsm, c->u.grant.range, c->u.grant.holder, &rg, &node, out))
         return 0;
     if (!gen_cas(rg, c->u.grant.expected_generation, out) || !holder_active(node, out) ||
@@ -414,7 +339,7 @@ cmd_acquire(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta
     struct vt_meta_node_rec *node = NULL;
     int64_t deadline = 0;
     if (is_nil(c->u.acquire.range) || is_nil(c->u.acquire.holder))
-        return reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
     if (!lease_deadline(c->issued_at_ms, c->u.acquire.duration_ms, &deadline, out))
         return 0;
     if (!lease_targets(fsm, c->u.acquire.range, c->u.acquire.holder, &rg, &node, out))
@@ -423,58 +348,122 @@ cmd_acquire(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta
         return 0;
     const struct vt_meta_lease *l = &rg->lease;
     if (l->present && !l->has_deadline)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION,
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
                       "range %s has an administrative lease (epoch %" PRIu64 "): not electable",
-                      id_text(rg->id, a), l->epoch);
+                               vt_meta__id_text(rg->id, a), l->epoch);
     if (l->present && memcmp(l->holder, c->u.acquire.holder, VT_META_UUID_BYTES) != 0 &&
         c->issued_at_ms < l->deadline_ms)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION,
-                      "range lease held by %s until %" PRId64 " (issued_at %" PRId64 ")",
-                      id_text(l->holder, a), l->deadline_ms, c->issued_at_ms);
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                               "range lease held by %s until %" PRId64 " (issued_at %" PRId64 ")",
+                               vt_meta__id_text(l->holder, a), l->deadline_ms, c->issued_at_ms);
     if (!can_mint(rg, out))
         return 0;
     lease_set(rg, c->u.acquire.holder, true, deadline);
     return lease_granted(out, rg->fencing_epoch, rg->generation);
 }
 
+/* The RenewRangeLease rule for one (range, holder, epoch): true and the
+ * deadline extended, or false with the refusal in *out. `deadline` is
+ * issued_at + duration, already checked. */
+static bool
+renew_one(struct vt_meta_fsm *fsm, const uint8_t range[VT_META_UUID_BYTES],
+          const uint8_t holder[VT_META_UUID_BYTES], uint64_t epoch, int64_t issued_at_ms,
+          int64_t deadline, struct vt_meta_response *out)
+{
+    char a[37];
+    struct vt_meta_range_rec *rg = live_range(fsm, range);
+    if (rg == NULL) {
+        vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
+                        vt_meta__id_text(range, a));
+        return false;
+    }
+    struct vt_meta_lease *l = &rg->lease;
+    if (!l->present) {
+        vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "range %s has no lease to renew",
+                        vt_meta__id_text(rg->id, a));
+        return false;
+    }
+    if (l->epoch != epoch) {
+        vt_meta__reject(out, VT_META_ERR_EPOCH_MISMATCH,
+                        "lease epoch is %" PRIu64 ", renewal names %" PRIu64, l->epoch, epoch);
+        return false;
+    }
+    if (memcmp(l->holder, holder, VT_META_UUID_BYTES) != 0) {
+        vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "lease is held by %s",
+                        vt_meta__id_text(l->holder, a));
+        return false;
+    }
+    if (!l->has_deadline) {
+        vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                        "an administrative lease cannot be renewed");
+        return false;
+    }
+    if (issued_at_ms >= l->deadline_ms) {
+        vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                        "lease expired at %" PRId64 " (issued_at %" PRId64 "): re-acquire",
+                        l->deadline_ms, issued_at_ms);
+        return false;
+    }
+    struct vt_meta_node_rec *node = find_node(fsm, holder);
+    VT_ASSERT(node != NULL); /* a lease holder is always a registered node */
+    if (!holder_active(node, out))
+        return false;
+    if (deadline > l->deadline_ms)
+        l->deadline_ms = deadline;
+    ack(out, rg->generation);
+    return true;
+}
+
 static int
 cmd_renew(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_response *out)
 {
-    char a[37];
     int64_t deadline = 0;
     if (is_nil(c->u.renew.range) || is_nil(c->u.renew.holder))
-        return reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
     if (!lease_deadline(c->issued_at_ms, c->u.renew.duration_ms, &deadline, out))
         return 0;
-    struct vt_meta_range_rec *rg = live_range(fsm, c->u.renew.range);
-    if (rg == NULL)
-        return reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
-                      id_text(c->u.renew.range, a));
-    struct vt_meta_lease *l = &rg->lease;
-    if (!l->present)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION, "range %s has no lease to renew",
-                      id_text(rg->id, a));
-    if (l->epoch != c->u.renew.epoch)
-        return reject(out, VT_META_ERR_EPOCH_MISMATCH,
-                      "lease epoch is %" PRIu64 ", renewal names %" PRIu64, l->epoch,
-                      c->u.renew.epoch);
-    if (memcmp(l->holder, c->u.renew.holder, VT_META_UUID_BYTES) != 0)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION, "lease is held by %s",
-                      id_text(l->holder, a));
-    if (!l->has_deadline)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION,
-                      "an administrative lease cannot be renewed");
-    if (c->issued_at_ms >= l->deadline_ms)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION,
-                      "lease expired at %" PRId64 " (issued_at %" PRId64 "): re-acquire",
-                      l->deadline_ms, c->issued_at_ms);
-    struct vt_meta_node_rec *node = find_node(fsm, c->u.renew.holder);
-    VT_ASSERT(node != NULL); /* a lease holder is always a registered node */
-    if (!holder_active(node, out))
+    renew_one(fsm, c->u.renew.range, c->u.renew.holder, c->u.renew.epoch, c->issued_at_ms,
+              deadline, out);
+    return 0;
+}
+
+/* RenewNodeLeases: the RenewRangeLease rule applied to each entry on its
+ * own; the bitmap says which ones held. Nothing to reserve: a renewal only
+ * moves deadlines. */
+static int
+cmd_renew_node(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_response *out)
+{
+    int64_t deadline = 0;
+    uint32_t n = c->u.renew_node.n;
+    if (is_nil(c->u.renew_node.holder))
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "holder id must not be nil");
+    if (n < 1 || n > VT_META_RENEW_MAX)
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "renewal count %u outside 1..%u", n,
+                               VT_META_RENEW_MAX);
+    for (uint32_t i = 1; i < n; i++)
+        if (memcmp(c->u.renew_node.entries + (size_t)(i - 1) * VT_META_RENEW_ENTRY_BYTES,
+                   c->u.renew_node.entries + (size_t)i * VT_META_RENEW_ENTRY_BYTES,
+                   VT_META_UUID_BYTES) >= 0)
+            return vt_meta__reject(out, VT_META_ERR_MALFORMED,
+                                   "renewal entry %u is not above entry %u in range order", i,
+                                   i - 1);
+    if (!lease_deadline(c->issued_at_ms, c->u.renew_node.duration_ms, &deadline, out))
         return 0;
-    if (deadline > l->deadline_ms)
-        l->deadline_ms = deadline;
-    return ack(out, rg->generation);
+    uint8_t bits[VT_META_RENEW_BITMAP_MAX];
+    memset(bits, 0, sizeof(bits));
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t range[VT_META_UUID_BYTES];
+        uint64_t epoch = 0;
+        struct vt_meta_response one;
+        vt_meta_renew_entry_get(c->u.renew_node.entries, i, range, &epoch);
+        if (renew_one(fsm, range, c->u.renew_node.holder, epoch, c->issued_at_ms, deadline, &one))
+            bits[i / 8] = (uint8_t)(bits[i / 8] | (1u << (i % 8)));
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = VT_META_RESP_LEASES_RENEWED;
+    out->renewed_n = (uint16_t)n;
+    memcpy(out->bitmap, bits, (n + 7) / 8);
+    return 0;
 }
 
 static int
@@ -482,23 +471,23 @@ cmd_release(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta
 {
     char a[37];
     if (is_nil(c->u.release.range) || is_nil(c->u.release.holder))
-        return reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "range and holder ids must not be nil");
     struct vt_meta_range_rec *rg = live_range(fsm, c->u.release.range);
     if (rg == NULL)
-        return reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
-                      id_text(c->u.release.range, a));
+        return vt_meta__reject(out, VT_META_ERR_NOT_FOUND, "range %s not found",
+                               vt_meta__id_text(c->u.release.range, a));
     if (rg->fencing_epoch != c->u.release.epoch)
-        return reject(out, VT_META_ERR_EPOCH_MISMATCH,
-                      "range fencing epoch is %" PRIu64 ", release names %" PRIu64,
-                      rg->fencing_epoch, c->u.release.epoch);
+        return vt_meta__reject(out, VT_META_ERR_EPOCH_MISMATCH,
+                               "range fencing epoch is %" PRIu64 ", release names %" PRIu64,
+                               rg->fencing_epoch, c->u.release.epoch);
     if (!rg->lease.present)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION, "range %s has no lease to release",
-                      id_text(rg->id, a));
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION,
+                               "range %s has no lease to release", vt_meta__id_text(rg->id, a));
     if (memcmp(rg->lease.holder, c->u.release.holder, VT_META_UUID_BYTES) != 0)
-        return reject(out, VT_META_ERR_INVALID_TRANSITION, "lease is held by %s",
-                      id_text(rg->lease.holder, a));
+        return vt_meta__reject(out, VT_META_ERR_INVALID_TRANSITION, "lease is held by %s",
+                               vt_meta__id_text(rg->lease.holder, a));
     if (rg->generation == UINT64_MAX)
-        return reject(out, VT_META_ERR_LIMIT, "range generation exhausted");
+        return vt_meta__reject(out, VT_META_ERR_LIMIT, "range generation exhausted");
     memset(&rg->lease, 0, sizeof(rg->lease));
     rg->generation++;
     return ack(out, rg->generation);
@@ -510,15 +499,15 @@ static int
 dispatch(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_response *out)
 {
     if (c->issued_at_ms < 0)
-        return reject(out, VT_META_ERR_MALFORMED, "issued_at_ms %" PRId64 " is negative",
-                      c->issued_at_ms);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "issued_at_ms %" PRId64 " is negative",
+                               c->issued_at_ms);
     switch (c->kind) {
     case VT_META_CMD_REGISTER_NODE:
         return cmd_register(fsm, c, out);
     case VT_META_CMD_SET_NODE_STATE:
         return cmd_set_state(fsm, c, out);
     case VT_META_CMD_CREATE_TOPIC:
-        return cmd_create_topic(fsm, c, out);
+        return vt_meta__cmd_create_topic(fsm, c, out);
     case VT_META_CMD_DELETE_TOPIC:
         return cmd_delete_topic(fsm, c, out);
     case VT_META_CMD_GRANT_LEASE:
@@ -527,10 +516,12 @@ dispatch(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c, struct vt_meta_re
         return cmd_acquire(fsm, c, out);
     case VT_META_CMD_RENEW_LEASE:
         return cmd_renew(fsm, c, out);
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        return cmd_renew_node(fsm, c, out);
     case VT_META_CMD_RELEASE_LEASE:
         return cmd_release(fsm, c, out);
     default:
-        return reject(out, VT_META_ERR_MALFORMED, "unknown command kind %u", c->kind);
+        return vt_meta__reject(out, VT_META_ERR_MALFORMED, "unknown command kind %u", c->kind);
     }
 }
 
@@ -541,7 +532,7 @@ vt_meta_fsm_apply(struct vt_meta_fsm *fsm, uint64_t index, const struct vt_meta_
     VT_ASSERT(index > fsm->st.applied_index);
     if (is_nil(cmd->request_id)) {
         /* Not remembered: a nil id would collide with every other nil id. */
-        reject(out, VT_META_ERR_MALFORMED, "request id is nil");
+        vt_meta__reject(out, VT_META_ERR_MALFORMED, "request id is nil");
         fsm->st.applied_index = index;
         return 0;
     }
@@ -572,7 +563,7 @@ vt_meta_fsm_apply_bytes(struct vt_meta_fsm *fsm, uint64_t index, const void *buf
     if (request_id != NULL)
         memset(request_id, 0, VT_META_UUID_BYTES);
     if (vt_meta_cmd_decode(buf, len, &cmd, err, sizeof(err)) != 0) {
-        reject(out, VT_META_ERR_MALFORMED, "undecodable command: %s", err);
+        vt_meta__reject(out, VT_META_ERR_MALFORMED, "undecodable command: %s", err);
         fsm->st.applied_index = index;
         return 0;
     }
@@ -676,8 +667,11 @@ vt_meta_fsm_node_get(const struct vt_meta_fsm *fsm, const uint8_t node[VT_META_U
     memset(out, 0, sizeof(*out));
     out->state = n->state;
     out->generation = n->generation;
+    memcpy(out->id, n->id, VT_META_UUID_BYTES);
     out->addr_len = n->addr_len;
     memcpy(out->addr, n->addr, n->addr_len);
+    out->native_len = n->native_len;
+    memcpy(out->native_addr, n->native_addr, n->native_len);
     return 0;
 }
 
@@ -694,6 +688,8 @@ vt_meta_fsm_topic_get(const struct vt_meta_fsm *fsm, const char *name, size_t na
     memcpy(out->topic, tp->id, VT_META_UUID_BYTES);
     memcpy(out->root_range, tp->root_range, VT_META_UUID_BYTES);
     out->epoch = tp->epoch;
+    out->n_ranges = tp->n_ranges;
+    out->rf = tp->rf;
     return 0;
 }
 

@@ -56,16 +56,47 @@ struct vt_meta_lease_view {
 };
 
 struct vt_meta_node_view {
+    uint8_t id[VT_META_UUID_BYTES];
     uint8_t state; /* enum vt_meta_node_state */
     uint64_t generation;
     uint16_t addr_len;
-    char addr[VT_META_ADDR_MAX + 1]; /* NUL-terminated */
+    char addr[VT_META_ADDR_MAX + 1]; /* replica plane; NUL-terminated */
+    uint16_t native_len;
+    char native_addr[VT_META_ADDR_MAX + 1]; /* client plane; NUL-terminated, "" unknown */
 };
 
 struct vt_meta_topic_view {
     uint8_t topic[VT_META_UUID_BYTES];
     uint8_t root_range[VT_META_UUID_BYTES];
     uint64_t epoch;
+    uint16_t n_ranges;
+    uint8_t rf;
+};
+
+/* One live range as the admin reads list it. */
+struct vt_meta_range_view {
+    uint8_t topic[VT_META_UUID_BYTES];
+    uint8_t topic_name_len;
+    char topic_name[VT_META_TOPIC_NAME_MAX + 1]; /* NUL-terminated */
+    uint64_t topic_epoch;
+    uint8_t range[VT_META_UUID_BYTES];
+    uint32_t index, count;
+    uint64_t generation, fencing_epoch;
+    uint8_t n_replicas;                                   /* 1..VT_META_RF_MAX */
+    uint8_t replicas[VT_META_RF_MAX][VT_META_UUID_BYTES]; /* [0] = preferred leader */
+    bool has_lease;
+    uint8_t holder[VT_META_UUID_BYTES];
+    uint64_t lease_epoch;
+    bool has_deadline;
+    int64_t deadline_ms;
+};
+
+/* Which ranges vt_meta_fsm_ranges_list returns. */
+struct vt_meta_range_filter {
+    bool by_node; /* only ranges whose replica set names `node` */
+    uint8_t node[VT_META_UUID_BYTES];
+    const char *topic; /* only the live topic of this name; NULL/0 = any */
+    size_t topic_len;
 };
 
 struct vt_meta_counts {
@@ -114,6 +145,21 @@ int vt_meta_fsm_node_get(const struct vt_meta_fsm *fsm, const uint8_t node[VT_ME
 /* The live topic with this name: 0 and *out, or -ENOENT. */
 int vt_meta_fsm_topic_get(const struct vt_meta_fsm *fsm, const char *name, size_t name_len,
                           struct vt_meta_topic_view *out) VT_MUST_USE;
+/* Up to `max` registered nodes with id > `after` (NULL or nil: from the
+ * first), ascending by id, into out[]. Returns how many; *more says whether
+ * another node follows the last one returned. */
+uint32_t vt_meta_fsm_nodes_list(const struct vt_meta_fsm *fsm,
+                                const uint8_t after[VT_META_UUID_BYTES],
+                                struct vt_meta_node_view *out, uint32_t max, bool *more);
+/* Up to `max` live ranges matching `filter` (NULL = all) with id > `after`
+ * (NULL or nil: from the first), ascending by range id. Returns how many;
+ * *more as above. A topic name with no live topic matches nothing. Cost:
+ * one pass over the range table from `after`. */
+uint32_t vt_meta_fsm_ranges_list(const struct vt_meta_fsm *fsm,
+                                 const struct vt_meta_range_filter *filter,
+                                 const uint8_t after[VT_META_UUID_BYTES],
+                                 struct vt_meta_range_view *out, uint32_t max, bool *more);
+
 /* The stored response for a remembered request id: 0 and *out, or -ENOENT. */
 int vt_meta_fsm_dedup_get(const struct vt_meta_fsm *fsm,
                           const uint8_t request_id[VT_META_UUID_BYTES],

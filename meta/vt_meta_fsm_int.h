@@ -7,7 +7,7 @@
  *   header, 48 bytes
  *   off  len  field
  *   0    8    magic "VTMSNAP1"
- *   8    2    version = 1
+ *   8    2    version = 2 (other versions: -EPROTONOSUPPORT)
  *   10   2    reserved = 0
  *   12   8    applied_index (last command index applied)
  *   20   4    node_count
@@ -18,14 +18,17 @@
  *   44   4    header_crc = CRC32C of bytes 0..44
  *   body
  *     node_count nodes, strictly ascending by id:
- *       id 16 | state u8 (1..3) | generation u64 | addr_len u16 (1..256) | addr
+ *       id 16 | state u8 (1..3) | generation u64 | addr_len u16 (1..256) | addr |
+ *       native_len u16 (0..256) | native_addr
  *     topic_count topics, strictly ascending by id:
  *       id 16 | root_range 16 | epoch u64 (>= 1) | deleted u8 (0|1) |
- *       name_len u8 (1..249) | name
+ *       name_len u8 (1..249) | name | n_ranges u16 (1..1024) | rf u8 (1..7)
  *     range_count ranges, strictly ascending by id:
- *       id 16 | topic 16 | generation u64 | fencing_epoch u64 | deleted u8 |
+ *       id 16 | topic 16 | index u32 | count u32 | generation u64 |
+ *       fencing_epoch u64 | deleted u8 |
  *       lease_flags u8 (bit0 present, bit1 has deadline) | holder 16 |
- *       lease_epoch u64 | deadline_ms i64   (all zero when no lease)
+ *       lease_epoch u64 | deadline_ms i64   (all zero when no lease) |
+ *       n_replicas u8 (1..7) | n_replicas x node 16
  *     dedup_count entries, oldest first:
  *       request_id 16 | response body (vt_meta_codec.h: kind u8 + body)
  *   trailer, 4 bytes: body_crc = CRC32C of the body
@@ -35,7 +38,10 @@
  * topic's root range exists and belongs to it; every range's topic exists
  * and they agree on "deleted"; a deleted range has no lease; a lease's epoch
  * equals the range's fencing epoch and its holder is a registered node; a
- * lease without a deadline is administrative; request ids in the FIFO are
+ * lease without a deadline is administrative; each range's replicas are
+ * distinct registered nodes, as many as its topic's rf; a topic with K
+ * ranges has exactly the ranges vt_meta__range_id(root, 0..K-1), each with
+ * its index and count K (so index 0 is the root range); request ids in the FIFO are
  * unique; no count exceeds the restoring FSM's limits (checked against the
  * header before anything is allocated). The name index is not stored: it
  * is rebuilt from the topics. */
@@ -52,14 +58,16 @@
 
 #define VT_META_SNAP_HEADER_BYTES 48
 #define VT_META_SNAP_TRAILER_BYTES 4
-#define VT_META_SNAP_VERSION 1
+#define VT_META_SNAP_VERSION 2
 
 struct vt_meta_node_rec {
     uint8_t id[VT_META_UUID_BYTES];
     uint8_t state;
     uint16_t addr_len;
+    uint16_t native_len; /* 0: not known */
     uint64_t generation;
-    char addr[VT_META_ADDR_MAX];
+    char addr[VT_META_ADDR_MAX];        /* replica plane */
+    char native_addr[VT_META_ADDR_MAX]; /* client plane */
 };
 
 struct vt_meta_topic_rec {
@@ -69,6 +77,8 @@ struct vt_meta_topic_rec {
     bool deleted;
     uint8_t name_len;
     char name[VT_META_TOPIC_NAME_MAX];
+    uint16_t n_ranges; /* K: ranges vt_meta__range_id(root_range, 0..K-1) */
+    uint8_t rf;        /* replicas per range */
 };
 
 struct vt_meta_lease {
@@ -82,10 +92,14 @@ struct vt_meta_lease {
 struct vt_meta_range_rec {
     uint8_t id[VT_META_UUID_BYTES];
     uint8_t topic[VT_META_UUID_BYTES];
+    uint32_t index; /* 0..count-1 within the topic */
+    uint32_t count; /* the topic's range count */
     uint64_t generation;
     uint64_t fencing_epoch;
     bool deleted;
     struct vt_meta_lease lease;
+    uint8_t n_replicas; /* 1..VT_META_RF_MAX */
+    uint8_t replicas[VT_META_RF_MAX][VT_META_UUID_BYTES]; /* [0] = preferred leader */
 };
 
 /* Name index entry (derived from the topics; never serialized). */
@@ -179,6 +193,23 @@ void vt_meta__dedup_push(struct vt_meta_dedup *d, const uint8_t id[VT_META_UUID_
                          const struct vt_meta_response *resp);
 /* The i-th oldest entry, i < count. */
 const struct vt_meta_dedup_ent *vt_meta__dedup_at(const struct vt_meta_dedup *d, uint32_t i);
+
+/* ---- topics and placement (vt_meta_topic.c) ----------------------------- */
+
+/* The id of range `index` of a topic whose root range is `root`: the root
+ * itself for index 0, else the derivation in docs/METADATA.md. */
+void vt_meta__range_id(const uint8_t root[VT_META_UUID_BYTES], uint32_t index,
+                       uint8_t out[VT_META_UUID_BYTES]);
+/* CreateTopic (its arguments already checked to be well-formed by the
+ * caller's dispatch). 0 with *out, or -ENOMEM with nothing changed. */
+int vt_meta__cmd_create_topic(struct vt_meta_fsm *fsm, const struct vt_meta_cmd *c,
+                              struct vt_meta_response *out) VT_MUST_USE;
+
+/* ---- shared command helpers (vt_meta_fsm.c) ----------------------------- */
+
+int vt_meta__reject(struct vt_meta_response *out, uint8_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *vt_meta__id_text(const uint8_t id[VT_META_UUID_BYTES], char out[37]);
 
 /* ---- codec helpers (vt_meta_codec.c) ------------------------------------ */
 

@@ -12,9 +12,9 @@
 
 static const uint8_t snap_magic[8] = {'V', 'T', 'M', 'S', 'N', 'A', 'P', '1'};
 
-#define NODE_FIXED_BYTES (16 + 1 + 8 + 2)
-#define TOPIC_FIXED_BYTES (16 + 16 + 8 + 1 + 1)
-#define RANGE_BYTES (16 + 16 + 8 + 8 + 1 + 1 + 16 + 8 + 8)
+#define NODE_FIXED_BYTES (16 + 1 + 8 + 2 + 2)
+#define TOPIC_FIXED_BYTES (16 + 16 + 8 + 1 + 1 + 2 + 1)
+#define RANGE_FIXED_BYTES (16 + 16 + 4 + 4 + 8 + 8 + 1 + 1 + 16 + 8 + 8 + 1)
 #define LEASE_PRESENT 0x01
 #define LEASE_DEADLINE 0x02
 
@@ -30,6 +30,8 @@ write_body(const struct vt_meta_state *st, struct vt_wr *w)
         vt_wr_u64(w, n->generation);
         vt_wr_u16(w, n->addr_len);
         vt_wr_raw(w, n->addr, n->addr_len);
+        vt_wr_u16(w, n->native_len);
+        vt_wr_raw(w, n->native_addr, n->native_len);
     }
     for (uint32_t i = 0; i < st->topics.n; i++) {
         const struct vt_meta_topic_rec *t = vt_meta__at(&st->topics, i);
@@ -39,12 +41,16 @@ write_body(const struct vt_meta_state *st, struct vt_wr *w)
         vt_wr_u8(w, t->deleted ? 1 : 0);
         vt_wr_u8(w, t->name_len);
         vt_wr_raw(w, t->name, t->name_len);
+        vt_wr_u16(w, t->n_ranges);
+        vt_wr_u8(w, t->rf);
     }
     for (uint32_t i = 0; i < st->ranges.n; i++) {
         const struct vt_meta_range_rec *r = vt_meta__at(&st->ranges, i);
         const struct vt_meta_lease *l = &r->lease;
         vt_wr_raw(w, r->id, VT_META_UUID_BYTES);
         vt_wr_raw(w, r->topic, VT_META_UUID_BYTES);
+        vt_wr_u32(w, r->index);
+        vt_wr_u32(w, r->count);
         vt_wr_u64(w, r->generation);
         vt_wr_u64(w, r->fencing_epoch);
         vt_wr_u8(w, r->deleted ? 1 : 0);
@@ -53,6 +59,8 @@ write_body(const struct vt_meta_state *st, struct vt_wr *w)
         vt_wr_raw(w, l->holder, VT_META_UUID_BYTES);
         vt_wr_u64(w, l->epoch);
         vt_wr_i64(w, l->deadline_ms);
+        vt_wr_u8(w, r->n_replicas);
+        vt_wr_raw(w, r->replicas, (size_t)r->n_replicas * VT_META_UUID_BYTES);
     }
     for (uint32_t i = 0; i < st->dedup.count; i++) {
         const struct vt_meta_dedup_ent *e = vt_meta__dedup_at(&st->dedup, i);
@@ -71,6 +79,8 @@ resp_body_size(const struct vt_meta_response *rs)
         return 1 + 16 + 8 + 16;
     case VT_META_RESP_LEASE_GRANTED:
         return 1 + 8 + 8;
+    case VT_META_RESP_LEASES_RENEWED:
+        return 1 + 2 + (rs->renewed_n + 7u) / 8u;
     default:
         return 1 + 1 + 2 + rs->detail_len;
     }
@@ -79,10 +89,15 @@ resp_body_size(const struct vt_meta_response *rs)
 static size_t
 body_size(const struct vt_meta_state *st)
 {
-    size_t n = (size_t)st->topics.n * TOPIC_FIXED_BYTES + (size_t)st->ranges.n * RANGE_BYTES +
-               (size_t)st->nodes.n * NODE_FIXED_BYTES;
-    for (uint32_t i = 0; i < st->nodes.n; i++)
-        n += ((const struct vt_meta_node_rec *)vt_meta__at(&st->nodes, i))->addr_len;
+    size_t n = (size_t)st->topics.n * TOPIC_FIXED_BYTES +
+               (size_t)st->ranges.n * RANGE_FIXED_BYTES + (size_t)st->nodes.n * NODE_FIXED_BYTES;
+    for (uint32_t i = 0; i < st->nodes.n; i++) {
+        const struct vt_meta_node_rec *nd = vt_meta__at(&st->nodes, i);
+        n += (size_t)nd->addr_len + nd->native_len;
+    }
+    for (uint32_t i = 0; i < st->ranges.n; i++)
+        n += (size_t)((const struct vt_meta_range_rec *)vt_meta__at(&st->ranges, i))->n_replicas *
+             VT_META_UUID_BYTES;
     for (uint32_t i = 0; i < st->topics.n; i++)
         n += ((const struct vt_meta_topic_rec *)vt_meta__at(&st->topics, i))->name_len;
     for (uint32_t i = 0; i < st->dedup.count; i++)
@@ -245,6 +260,19 @@ read_nodes(struct vt_rd *r, uint32_t count, struct vt_meta_table *t)
         if (vt_codec_utf8_check(addr, n.addr_len, true, &bad) != 0)
             return vt_meta__rd_fail(r, -EBADMSG, "node %u address: bad UTF-8 at byte %zu", i, bad);
         memcpy(n.addr, addr, n.addr_len);
+        rc = vt_rd_u16(r, "node native address length", &n.native_len);
+        if (rc != 0)
+            return rc;
+        if (n.native_len > VT_META_ADDR_MAX)
+            return vt_meta__rd_fail(r, -EMSGSIZE, "node %u native address length %u over %u", i,
+                                    n.native_len, VT_META_ADDR_MAX);
+        rc = vt_rd_raw(r, "node native address", n.native_len, &addr);
+        if (rc != 0)
+            return rc;
+        if (vt_codec_utf8_check(addr, n.native_len, true, &bad) != 0)
+            return vt_meta__rd_fail(r, -EBADMSG, "node %u native address: bad UTF-8 at byte %zu",
+                                    i, bad);
+        memcpy(n.native_addr, addr, n.native_len);
         vt_meta__table_insert(t, i, &n);
     }
     return 0;
@@ -285,6 +313,17 @@ read_topics(struct vt_rd *r, uint32_t count, struct vt_meta_table *t)
             return vt_meta__rd_fail(r, -EBADMSG, "topic %u name has a bad character", i);
         memcpy(tp.name, name, tp.name_len);
         tp.deleted = deleted == 1;
+        rc = vt_rd_u16(r, "topic range count", &tp.n_ranges);
+        if (rc == 0)
+            rc = vt_rd_u8(r, "topic replication factor", &tp.rf);
+        if (rc != 0)
+            return rc;
+        if (tp.n_ranges < 1 || tp.n_ranges > VT_META_TOPIC_RANGES_MAX)
+            return vt_meta__rd_fail(r, -EBADMSG, "topic %u range count %u outside 1..%u", i,
+                                    tp.n_ranges, VT_META_TOPIC_RANGES_MAX);
+        if (tp.rf < 1 || tp.rf > VT_META_RF_MAX)
+            return vt_meta__rd_fail(r, -EBADMSG, "topic %u replication factor %u outside 1..%u",
+                                    i, tp.rf, VT_META_RF_MAX);
         vt_meta__table_insert(t, i, &tp);
     }
     return 0;
@@ -325,6 +364,27 @@ read_lease(struct vt_rd *r, uint32_t i, struct vt_meta_range_rec *rg)
 }
 
 static int
+read_replicas(struct vt_rd *r, uint32_t i, struct vt_meta_range_rec *rg)
+{
+    const uint8_t *p = NULL;
+    int rc = vt_rd_u8(r, "range replica count", &rg->n_replicas);
+    if (rc != 0)
+        return rc;
+    if (rg->n_replicas < 1 || rg->n_replicas > VT_META_RF_MAX)
+        return vt_meta__rd_fail(r, -EBADMSG, "range %u replica count %u outside 1..%u", i,
+                                rg->n_replicas, VT_META_RF_MAX);
+    rc = vt_rd_raw(r, "range replicas", (size_t)rg->n_replicas * VT_META_UUID_BYTES, &p);
+    if (rc != 0)
+        return rc;
+    memcpy(rg->replicas, p, (size_t)rg->n_replicas * VT_META_UUID_BYTES);
+    for (unsigned a = 0; a < rg->n_replicas; a++)
+        for (unsigned b = 0; b < a; b++)
+            if (memcmp(rg->replicas[a], rg->replicas[b], VT_META_UUID_BYTES) == 0)
+                return vt_meta__rd_fail(r, -EBADMSG, "range %u names replica %u twice", i, a);
+    return 0;
+}
+
+static int
 read_ranges(struct vt_rd *r, uint32_t count, struct vt_meta_table *t)
 {
     for (uint32_t i = 0; i < count; i++) {
@@ -338,6 +398,10 @@ read_ranges(struct vt_rd *r, uint32_t count, struct vt_meta_table *t)
         if (rc == 0)
             memcpy(rg.topic, topic, VT_META_UUID_BYTES);
         if (rc == 0)
+            rc = vt_rd_u32(r, "range index", &rg.index);
+        if (rc == 0)
+            rc = vt_rd_u32(r, "range count", &rg.count);
+        if (rc == 0)
             rc = vt_rd_u64(r, "range generation", &rg.generation);
         if (rc == 0)
             rc = vt_rd_u64(r, "range fencing epoch", &rg.fencing_epoch);
@@ -350,6 +414,8 @@ read_ranges(struct vt_rd *r, uint32_t count, struct vt_meta_table *t)
                                     deleted);
         rg.deleted = deleted == 1;
         rc = read_lease(r, i, &rg);
+        if (rc == 0)
+            rc = read_replicas(r, i, &rg);
         if (rc != 0)
             return rc;
         vt_meta__table_insert(t, i, &rg);
@@ -392,6 +458,21 @@ check_refs(struct vt_rd *r, struct vt_meta_state *st)
             return vt_meta__rd_fail(r, -EBADMSG, "range %u and its topic disagree on deletion", i);
         if (rg->lease.present && vt_meta__table_find_id(&st->nodes, rg->lease.holder, NULL) == NULL)
             return vt_meta__rd_fail(r, -EBADMSG, "range %u lease holder is not a node", i);
+        if (rg->count != tp->n_ranges || rg->index >= rg->count)
+            return vt_meta__rd_fail(r, -EBADMSG,
+                                    "range %u index %u / count %u disagree with its topic's %u "
+                                    "ranges", i, rg->index, rg->count, tp->n_ranges);
+        uint8_t want[VT_META_UUID_BYTES];
+        vt_meta__range_id(tp->root_range, rg->index, want);
+        if (memcmp(want, rg->id, VT_META_UUID_BYTES) != 0)
+            return vt_meta__rd_fail(r, -EBADMSG, "range %u id is not its topic's range %u", i,
+                                    rg->index);
+        if (rg->n_replicas != tp->rf)
+            return vt_meta__rd_fail(r, -EBADMSG, "range %u has %u replicas, its topic rf %u", i,
+                                    rg->n_replicas, tp->rf);
+        for (unsigned k = 0; k < rg->n_replicas; k++)
+            if (vt_meta__table_find_id(&st->nodes, rg->replicas[k], NULL) == NULL)
+                return vt_meta__rd_fail(r, -EBADMSG, "range %u replica %u is not a node", i, k);
     }
     for (uint32_t i = 0; i < st->topics.n; i++) {
         const struct vt_meta_topic_rec *tp = vt_meta__at(&st->topics, i);
@@ -399,6 +480,14 @@ check_refs(struct vt_rd *r, struct vt_meta_state *st)
             vt_meta__table_find_id(&st->ranges, tp->root_range, NULL);
         if (rg == NULL || memcmp(rg->topic, tp->id, VT_META_UUID_BYTES) != 0)
             return vt_meta__rd_fail(r, -EBADMSG, "topic %u root range is missing or foreign", i);
+        for (uint32_t k = 1; k < tp->n_ranges; k++) {
+            uint8_t id[VT_META_UUID_BYTES];
+            vt_meta__range_id(tp->root_range, k, id);
+            rg = vt_meta__table_find_id(&st->ranges, id, NULL);
+            if (rg == NULL || memcmp(rg->topic, tp->id, VT_META_UUID_BYTES) != 0)
+                return vt_meta__rd_fail(r, -EBADMSG, "topic %u range %u is missing or foreign", i,
+                                        k);
+        }
     }
     char err[120];
     int rc = vt_meta__names_rebuild(st, err, sizeof(err));

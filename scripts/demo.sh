@@ -40,7 +40,13 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 "$bin/vtopctl" meta membership --config "$work/admin.yaml"
-"$bin/vtopctl" meta create-topic --config "$work/admin.yaml" --name demo
+# A topic's ranges are placed on registered Active nodes: register the three first.
+for n in 1 2 3; do
+    "$bin/vtopctl" meta register-node --config "$work/admin.yaml" --node "$(cl_uuid "$n")" \
+        --addr "127.0.0.1:$((CL_BASE + 10 * n + 1))" --native-addr "$(cl_native "$n")" >/dev/null
+done
+"$bin/vtopctl" meta create-topic --config "$work/admin.yaml" --name demo --replication-factor 3
+"$bin/vtopctl" topic describe --config "$work/admin.yaml" --name demo
 for n in 1 2 3; do
     cl_client_cfg "$n" "$range_a" "$work/client-a-n$n.yaml"
     cl_client_cfg "$n" "$range_b" "$work/client-b-n$n.yaml"

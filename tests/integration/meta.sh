@@ -221,6 +221,9 @@ expect "metrics" 'vtop_meta_raft_state{state="leader"} 1' "$out"
 expect "metrics" "vtop_meta_raft_leader_id $LEADER" "$out"
 expect "metrics" "vtop_meta_raft_voters 3" "$out"
 
+# A topic's ranges are placed on Active nodes: register the holder first.
+out=$(ctl register-node --node $HOLDER --address 127.0.0.1:9999) || fail "register-node: $out"
+expect "register-node" "Ack generation=0" "$out"
 out=$(ctl create-topic --name orders --topic $TOPIC --root-range $RANGE) || fail "create-topic: $out"
 expect "create-topic" "committed index=" "$out"
 expect "create-topic" "TopicCreated topic=$TOPIC topic_epoch=" "$out"
@@ -229,8 +232,6 @@ expect "duplicate topic" "Rejected error=AlreadyExists" "$out"
 out=$("$CTL" meta create-topic --config "$WORK/other.yaml" --name other 2>&1) &&
     fail "non-operator proposal accepted"
 expect "non-operator proposal" "unauthorized" "$out"
-out=$(ctl register-node --node $HOLDER --address 127.0.0.1:9999) || fail "register-node: $out"
-expect "register-node" "Ack generation=0" "$out"
 out=$(ctl grant-lease --range $RANGE --holder $HOLDER --expected-generation 0) ||
     fail "grant-lease: $out"
 expect "grant-lease" "LeaseGranted fencing_epoch=1 range_generation=1" "$out"

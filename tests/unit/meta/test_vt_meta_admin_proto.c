@@ -321,7 +321,9 @@ test_vt_meta_admin_propose_round_trip_and_refusals(void **state)
     memset(cmd.u.create.root_range, 2, 16);
     cmd.u.create.name_len = 6;
     memcpy(cmd.u.create.name, "orders", 6);
-    uint8_t buf[CAP], b[CAP];
+    cmd.u.create.n_ranges = 4;
+    cmd.u.create.rf = 3;
+    static uint8_t buf[CAP], b[CAP];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
     vt_meta_admin_propose_encode(&w, &cmd);
@@ -334,7 +336,7 @@ test_vt_meta_admin_propose_round_trip_and_refusals(void **state)
     check_framing(d_propose, buf, w.len);
     /* an invalid topic name inside the command */
     memcpy(b, buf, w.len);
-    b[w.len - 1] = '/';
+    b[w.len - 5] = '/'; /* the name's last byte, before n_ranges, rf, n_explicit */
     expect_refusal(d_propose, b, w.len, -EBADMSG, "command: ");
     /* a command length over the command bound */
     memcpy(b, buf, w.len);

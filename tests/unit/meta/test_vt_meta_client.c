@@ -198,13 +198,25 @@ test_propose_create_topic_and_read_its_lease(void **state)
     unsigned all[N] = {0, 1, 2};
     struct cl k;
     cl_start(&k, all, N);
+    struct mc_res r;
+    /* A topic needs an Active node to place its range on: this data node
+     * registers itself first. */
+    uint8_t me[VT_META_UUID_BYTES];
+    assert_int_equal(vt_cfg_parse_uuid(MC_NODE_CN, strlen(MC_NODE_CN), me), 0);
+    struct vt_meta_cmd reg = cmd_new(VT_META_CMD_REGISTER_NODE);
+    memcpy(reg.u.reg.node, me, sizeof(me));
+    reg.u.reg.addr_len = 14;
+    memcpy(reg.u.reg.addr, "127.0.0.1:9000", 14);
+    propose(&k, &reg, &r);
+    assert_int_equal(r.resp.kind, VT_META_RESP_ACK);
     struct vt_meta_cmd c = cmd_new(VT_META_CMD_CREATE_TOPIC);
     c.u.create.topic[0] = 0x54;
     c.u.create.root_range[0] = 0x52;
     c.u.create.root_range[15] = 1;
     c.u.create.name_len = 6;
     memcpy(c.u.create.name, "orders", 6);
-    struct mc_res r;
+    c.u.create.n_ranges = 1;
+    c.u.create.rf = 1;
     propose(&k, &c, &r);
     assert_int_equal(r.resp.kind, VT_META_RESP_TOPIC_CREATED);
     assert_int_equal(r.resp.epoch, 1);
@@ -225,15 +237,7 @@ test_propose_create_topic_and_read_its_lease(void **state)
     assert_int_equal(r.lease.view.range_generation, 0);
     assert_true(r.lease.read_index >= created_at);
 
-    /* This data node registers and acquires the range's lease. */
-    uint8_t me[VT_META_UUID_BYTES];
-    assert_int_equal(vt_cfg_parse_uuid(MC_NODE_CN, strlen(MC_NODE_CN), me), 0);
-    struct vt_meta_cmd reg = cmd_new(VT_META_CMD_REGISTER_NODE);
-    memcpy(reg.u.reg.node, me, sizeof(me));
-    reg.u.reg.addr_len = 14;
-    memcpy(reg.u.reg.addr, "127.0.0.1:9000", 14);
-    propose(&k, &reg, &r);
-    assert_int_equal(r.resp.kind, VT_META_RESP_ACK);
+    /* This data node (registered above) acquires the range's lease. */
     struct vt_meta_cmd acq = cmd_new(VT_META_CMD_ACQUIRE_LEASE);
     memcpy(acq.u.acquire.range, c.u.create.root_range, VT_META_UUID_BYTES);
     memcpy(acq.u.acquire.holder, me, sizeof(me));

@@ -364,7 +364,7 @@ test_new_refuses_bad_config(void **state)
     expect_cfg_error(&a.cfg, "endpoints[1].addr: 127.0.0.1:7000 repeats endpoints[0]");
     cl_config(&a, &port, 1, "1", 500);
     a.cfg.max_payload = 10;
-    expect_cfg_error(&a.cfg, "max_payload: 10 is outside 64..4096");
+    expect_cfg_error(&a.cfg, "max_payload: 10 is outside 64..262144");
     cl_config(&a, &port, 1, "1", 500);
     a.cfg.max_outstanding = 5000;
     expect_cfg_error(&a.cfg, "max_outstanding");
@@ -670,7 +670,7 @@ bad_submit_fn(struct vt_core *core, void *arg)
 {
     (void)core;
     struct bad_submit *b = arg;
-    static uint8_t big[VT_META_ADMIN_PAYLOAD_MAX + 1];
+    static uint8_t big[VT_META_ADMIN_REQUEST_MAX + 1];
     struct mc_res never;
     b->rc_big = vt_meta_client_call(b->cl, VT_META_ADMIN_K_STATUS, big, sizeof(big),
                                     mc_generic_cb, &never);
@@ -697,7 +697,7 @@ test_submit_refuses_bad_requests(void **state)
     struct bad_submit b = {.cl = a.cl};
     mc_run_on(rt, 0, bad_submit_fn, &b);
     assert_int_equal(b.rc_big, -EMSGSIZE);
-    assert_non_null(strstr(b.err_big, "over max_payload 4096"));
+    assert_non_null(strstr(b.err_big, "over the request limit 32768"));
     assert_int_equal(b.rc_kind, -EINVAL);
     assert_int_equal(b.rc_cmd, -EINVAL);
     assert_non_null(strstr(b.err_cmd, "create.name"));

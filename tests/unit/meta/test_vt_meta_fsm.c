@@ -218,6 +218,7 @@ static void
 test_create_topic_mints_epoch_one_and_root_range(void **state)
 {
     (void)state;
+    run(mt_c_register(&T, 1, "a:1", false, 0));
     struct vt_meta_response r = run(mt_c_create(&T, 1, 1, "orders.v1"));
     assert_int_equal(r.kind, VT_META_RESP_TOPIC_CREATED);
     assert_int_equal(r.epoch, 1);
@@ -241,6 +242,7 @@ static void
 test_create_topic_rejections(void **state)
 {
     (void)state;
+    run(mt_c_register(&T, 1, "a:1", false, 0));
     run(mt_c_create(&T, 1, 1, "a"));
     REJECT(mt_c_create(&T, 2, 2, "a"), VT_META_ERR_ALREADY_EXISTS);
     REJECT(mt_c_create(&T, 1, 3, "b"), VT_META_ERR_ALREADY_EXISTS);
@@ -268,6 +270,7 @@ test_create_topic_accepts_249_byte_name(void **state)
     char name[VT_META_TOPIC_NAME_MAX + 1];
     memset(name, 'z', VT_META_TOPIC_NAME_MAX);
     name[VT_META_TOPIC_NAME_MAX] = '\0';
+    run(mt_c_register(&T, 1, "a:1", false, 0));
     struct vt_meta_response r = run(mt_c_create(&T, 1, 1, name));
     assert_int_equal(r.kind, VT_META_RESP_TOPIC_CREATED);
 }
@@ -307,6 +310,7 @@ static void
 test_delete_topic_rejections(void **state)
 {
     (void)state;
+    run(mt_c_register(&T, 1, "a:1", false, 0));
     run(mt_c_create(&T, 1, 1, "a"));
     REJECT(mt_c_delete(&T, 1, "b"), VT_META_ERR_NOT_FOUND);
     REJECT(mt_c_delete(&T, 2, "a"), VT_META_ERR_NOT_FOUND);
@@ -753,6 +757,7 @@ test_limits_refuse_beyond_the_bound(void **state)
     lim.max_topics = 1;
     lim.max_ranges = 5;
     mt_init(&t, &lim);
+    mt_populate(&t, 1, 0);
     c = mt_c_create(&t, 1, 1, "a");
     mt_apply(&t, &c);
     c = mt_c_create(&t, 2, 2, "b");

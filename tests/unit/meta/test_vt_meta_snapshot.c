@@ -38,9 +38,16 @@ build_small(struct mt *t)
 }
 
 #define HDR 48
-#define NODE_REC 41  /* 27 + "127.0.0.1:7000" */
-#define TOPIC_REC 44 /* 42 + "tN" */
-#define RANGE_REC 82
+#define NODE_REC 43  /* 27 + "127.0.0.1:7000" + native_len 0 */
+#define TOPIC_REC 47 /* 42 + "tN" + n_ranges u16 + rf u8 */
+#define RANGE_REC 107 /* 90 fixed + n_replicas u8 + one replica */
+/* offsets inside a range record */
+#define R_DELETED 56
+#define R_FLAGS 57
+#define R_HOLDER 58
+#define R_LEASE_EPOCH 74
+#define R_DEADLINE 82
+#define R_NREPL 90
 #define NODE_OFF(i) (HDR + NODE_REC * (i))
 #define TOPIC_OFF(i) (HDR + 2 * NODE_REC + TOPIC_REC * (i))
 #define RANGE_OFF(i) (HDR + 2 * NODE_REC + 2 * TOPIC_REC + RANGE_REC * (i))
@@ -98,7 +105,7 @@ test_snapshot_layout_is_as_documented(void **state)
     size_t len = 0;
     uint8_t *s = small_snapshot(&len);
     assert_memory_equal(s, "VTMSNAP1", 8);
-    assert_int_equal(vt_be16_get(s + 8), 1);
+    assert_int_equal(vt_be16_get(s + 8), 2);
     assert_int_equal(vt_be64_get(s + 12), 7); /* 2 nodes, 2 topics, set_state, 2 acquires */
     assert_int_equal(vt_be32_get(s + 20), 2);
     assert_int_equal(vt_be32_get(s + 24), 2);
@@ -111,8 +118,14 @@ test_snapshot_layout_is_as_documented(void **state)
     assert_memory_equal(s + TOPIC_OFF(1), id, 16);
     mt_id(id, MT_RANGE, 1);
     assert_memory_equal(s + RANGE_OFF(0), id, 16);
-    assert_int_equal(s[RANGE_OFF(0) + 49], 0x03); /* present, has deadline */
-    assert_int_equal(vt_be64_get(s + RANGE_OFF(0) + 74), 6000);
+    assert_int_equal(s[RANGE_OFF(0) + R_FLAGS], 0x03); /* present, has deadline */
+    assert_int_equal(vt_be64_get(s + RANGE_OFF(0) + R_DEADLINE), 6000);
+    assert_int_equal(vt_be32_get(s + RANGE_OFF(0) + 32), 0); /* index */
+    assert_int_equal(vt_be32_get(s + RANGE_OFF(0) + 36), 1); /* count */
+    assert_int_equal(s[RANGE_OFF(0) + R_NREPL], 1);
+    assert_int_equal(vt_be16_get(s + TOPIC_OFF(0) + 44), 1); /* n_ranges */
+    assert_int_equal(s[TOPIC_OFF(0) + 46], 1);               /* rf */
+    assert_int_equal(vt_be16_get(s + NODE_OFF(0) + 41), 0);  /* no native address */
     mt_id(id, MT_REQ, 1);
     assert_memory_equal(s + DEDUP_OFF, id, 16);
     free(s);
@@ -211,6 +224,28 @@ random_cmd(struct mt *t, uint64_t *rng, int64_t now)
     int64_t at = now + (int64_t)(vt_test_rand(rng) % 3000);
     char name[8];
     snprintf(name, sizeof(name), "n%u", (unsigned)(vt_test_rand(rng) % 4));
+    static uint8_t pool[2048][4 * VT_META_RENEW_ENTRY_BYTES];
+    static unsigned next_pool;
+    if (vt_test_rand(rng) % 5 == 0) { /* RenewNodeLeases over a subset of ranges 1..4 */
+        struct vt_meta_cmd c = mt_cmd(t, VT_META_CMD_RENEW_NODE_LEASES, now);
+        uint8_t *e = pool[next_pool++ % 2048];
+        unsigned mask = 1 + (unsigned)(vt_test_rand(rng) % 15);
+        mt_id(c.u.renew_node.holder, MT_NODE, node);
+        if (v.has_lease && vt_test_rand(rng) % 4 != 0) /* usually the holder of `range` */
+            memcpy(c.u.renew_node.holder, v.holder, VT_META_UUID_BYTES);
+        c.u.renew_node.duration_ms = 2000;
+        for (uint32_t r = 1; r <= 4; r++) {
+            if (!(mask & (1u << (r - 1))))
+                continue;
+            uint8_t rid[VT_META_UUID_BYTES];
+            mt_id(rid, MT_RANGE, r);
+            struct vt_meta_lease_view lv = mt_read(t, r);
+            vt_meta_renew_entry_put(e, c.u.renew_node.n++, rid,
+                                    vt_test_rand(rng) % 4 ? lv.fencing_epoch : small);
+        }
+        c.u.renew_node.entries = e;
+        return c;
+    }
     switch (vt_test_rand(rng) % 20) {
     case 0:
     case 1:
@@ -272,11 +307,19 @@ test_recovery_equals_replay(void **state)
             cmds[i] = random_cmd(&full, &rng, 1000 + 50 * (int64_t)i);
         want[i] = mt_apply(&full, &cmds[i]);
     }
-    int granted = 0;
-    for (int i = 0; i < N; i++)
+    int granted = 0, batch_renewed = 0, batches = 0;
+    for (int i = 0; i < N; i++) {
         granted += want[i].kind == VT_META_RESP_LEASE_GRANTED;
-    fprintf(stderr, "%d of %d commands granted a lease\n", granted, N);
+        batches += want[i].kind == VT_META_RESP_LEASES_RENEWED;
+        for (uint32_t b = 0; want[i].kind == VT_META_RESP_LEASES_RENEWED && b < want[i].renewed_n;
+             b++)
+            batch_renewed += vt_meta_renewed_bit(&want[i], b);
+    }
+    fprintf(stderr, "%d of %d commands granted a lease; %d batch renewals held\n", granted, N,
+            batch_renewed);
     assert_true(granted > 10);
+    /* LeasesRenewed responses sit in the dedup FIFO across the cuts. */
+    assert_true(batches > 20 && batch_renewed > 0);
     static const int cuts[] = {0, 1, 7, 299, 300, 301, 777, N - 1, N};
     for (size_t k = 0; k < VT_ARRAY_LEN(cuts); k++) {
         int cut = cuts[k];
@@ -411,9 +454,9 @@ test_restore_rejects_bad_header_fields(void **state)
     resign(c, len);
     expect_restore_fails(c, len, -EBADMSG, "magic");
     memcpy(c, s, len);
-    vt_be16_put(c + 8, 2);
+    vt_be16_put(c + 8, 1);
     resign(c, len);
-    expect_restore_fails(c, len, -EPROTONOSUPPORT, "version 2");
+    expect_restore_fails(c, len, -EPROTONOSUPPORT, "version 1");
     memcpy(c, s, len);
     vt_be16_put(c + 10, 1);
     resign(c, len);
@@ -456,25 +499,69 @@ test_restore_rejects_broken_invariants(void **state)
     /* Enum and flag values. */
     patch_fails(s, len, NODE_OFF(0) + 16, &four, 1, "state 4");
     patch_fails(s, len, TOPIC_OFF(0) + 40, &two, 1, "deleted flag");
-    patch_fails(s, len, RANGE_OFF(0) + 48, &two, 1, "deleted flag");
-    patch_fails(s, len, RANGE_OFF(0) + 49, &bad_flags, 1, "lease flags");
-    patch_fails(s, len, RANGE_OFF(1) + 49, &no_present, 1, "lease flags");
+    patch_fails(s, len, RANGE_OFF(0) + R_DELETED, &two, 1, "deleted flag");
+    patch_fails(s, len, RANGE_OFF(0) + R_FLAGS, &bad_flags, 1, "lease flags");
+    patch_fails(s, len, RANGE_OFF(1) + R_FLAGS, &no_present, 1, "lease flags");
     /* A bad topic-name character. */
     patch_fails(s, len, TOPIC_OFF(0) + 42, " ", 1, "name");
     /* Lease epoch differs from the fencing epoch. */
     vt_be64_put(be, 2);
-    patch_fails(s, len, RANGE_OFF(0) + 66, be, 8, "lease epoch");
+    patch_fails(s, len, RANGE_OFF(0) + R_LEASE_EPOCH, be, 8, "lease epoch");
     /* Lease fields on a range without a lease. */
-    patch_fails(s, len, RANGE_OFF(1) + 66, be, 8, "no lease");
+    patch_fails(s, len, RANGE_OFF(1) + R_LEASE_EPOCH, be, 8, "no lease");
     /* Lease holder that is not a node. */
     mt_id(id, MT_NODE, 9);
-    patch_fails(s, len, RANGE_OFF(0) + 50, id, 16, "not a node");
+    patch_fails(s, len, RANGE_OFF(0) + R_HOLDER, id, 16, "not a node");
+    /* Replica sets: none, one beyond the limit, a replica that is not a node. */
+    static const uint8_t zero = 0, eight = 8;
+    patch_fails(s, len, RANGE_OFF(0) + R_NREPL, &zero, 1, "replica count 0");
+    patch_fails(s, len, RANGE_OFF(0) + R_NREPL, &eight, 1, "replica count 8");
+    patch_fails(s, len, RANGE_OFF(0) + R_NREPL + 1, id, 16, "replica 0 is not a node");
+    /* Index / count against the topic; the derived-id rule. */
+    uint8_t be4[4];
+    vt_be32_put(be4, 1);
+    patch_fails(s, len, RANGE_OFF(0) + 32, be4, 4, "index 1 / count 1");
+    vt_be32_put(be4, 2);
+    patch_fails(s, len, RANGE_OFF(0) + 36, be4, 4, "disagree");
+    /* A topic claiming 2 ranges while only its root exists: its range
+     * count disagrees first; with both counts patched, range 1 is missing. */
+    uint8_t be2[2];
+    vt_be16_put(be2, 2);
+    patch_fails(s, len, TOPIC_OFF(0) + 44, be2, 2, "disagree");
+    {
+        uint8_t *c = malloc(len);
+        memcpy(c, s, len);
+        vt_be16_put(c + TOPIC_OFF(0) + 44, 2);
+        vt_be32_put(c + RANGE_OFF(0) + 36, 2);
+        resign(c, len);
+        expect_restore_fails(c, len, -EBADMSG, "range 1 is missing");
+        /* and a root range that says it is index 1 is not the derived id */
+        vt_be32_put(c + RANGE_OFF(0) + 32, 1);
+        resign(c, len);
+        expect_restore_fails(c, len, -EBADMSG, "is not its topic's range 1");
+        free(c);
+    }
+    vt_be16_put(be2, 0);
+    patch_fails(s, len, TOPIC_OFF(0) + 44, be2, 2, "range count 0");
+    patch_fails(s, len, TOPIC_OFF(0) + 46, &two, 1, "its topic rf 2");
+    patch_fails(s, len, TOPIC_OFF(0) + 46, &eight, 1, "replication factor 8");
+    /* A native address longer than 256 bytes. */
+    vt_be16_put(be2, 257);
+    {
+        uint8_t *c = malloc(len);
+        memcpy(c, s, len);
+        memcpy(c + NODE_OFF(0) + 41, be2, 2);
+        resign(c, len);
+        expect_restore_fails(c, len, -EMSGSIZE, "native address length 257");
+        free(c);
+    }
     /* Range naming an unknown topic. */
     mt_id(id, MT_TOPIC, 9);
     patch_fails(s, len, RANGE_OFF(1) + 16, id, 16, "unknown topic");
-    /* Topic whose root range is foreign (range 2 belongs to topic 2). */
+    /* Topic whose root range is foreign (range 2 belongs to topic 2): its
+     * own range 1 is then not the one its root derives. */
     mt_id(id, MT_RANGE, 2);
-    patch_fails(s, len, TOPIC_OFF(0) + 16, id, 16, "root range");
+    patch_fails(s, len, TOPIC_OFF(0) + 16, id, 16, "is not its topic's range 0");
     /* A deleted topic with a live range. */
     static const uint8_t one = 1;
     patch_fails(s, len, TOPIC_OFF(1) + 40, &one, 1, "deletion");

@@ -108,6 +108,8 @@ mt_c_create(struct mt *t, uint32_t topic, uint32_t range, const char *name)
     mt_id(c.u.create.root_range, MT_RANGE, range);
     c.u.create.name_len = (uint8_t)strlen(name);
     memcpy(c.u.create.name, name, c.u.create.name_len);
+    c.u.create.n_ranges = 1;
+    c.u.create.rf = 1;
     return c;
 }
 
