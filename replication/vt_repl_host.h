@@ -59,6 +59,7 @@ struct vt_repl_node_config {
     struct vt_tls_files tls;          /* the dialing side's certificate */
     struct vt_tls_ctx *server_tls;    /* the listener's context (borrowed; outlives the node) */
     uint64_t quorum_timeout_ms;       /* a quorum produce fails (retryably) after this */
+    uint64_t promote_timeout_ms;      /* promotion window: fences retried this long; 0 = 3000 */
     uint64_t connect_timeout_ms;
     uint32_t window_requests;         /* appends in flight per follower */
     uint64_t window_bytes;            /* bytes in flight per follower */
@@ -85,6 +86,8 @@ struct vt_repl_follower_pub {
  * committed too, from the same core); read racily by anyone. */
 struct vt_repl_pub {
     _Atomic uint64_t next, committed, hwm, epoch;
+    _Atomic int role;                 /* enum vt_repl_role */
+    _Atomic uint64_t view_epoch, boundary, promote_ms;
     struct vt_repl_follower_pub followers[VT_REPL_MAX_FOLLOWERS];
 };
 
@@ -94,11 +97,26 @@ struct vt_repl_range_config {
     unsigned core;                /* the owning core */
     uint64_t fencing_epoch;       /* the configured first epoch */
     bool replicated;              /* false: hosted here alone (replica requests get WrongRange) */
-    bool leader;                  /* this node leads it (static until leases exist) */
+    /* Leadership. leases false (static, as configured): `leader` says
+     * whether this node leads; a static leader promotes itself at
+     * max(fencing_epoch, held + 1) when the log opens, a static follower
+     * trusts leader_uuid at any epoch. leases true: the range opens as a
+     * follower without a view; vt_repl_range_promote / _demote / _watch
+     * decide (`leader` and leader_uuid unused). */
+    bool leases;
+    bool leader;
     uint8_t leader_uuid[16];
-    uint32_t n_followers;         /* leader: followers in the replica set */
+    /* Append a leader-epoch marker (a control batch of one empty record) at
+     * every established promotion; the HWM only passes the promotion's
+     * boundary once the marker is durable on a quorum. */
+    bool epoch_marker;
+    uint32_t n_followers;         /* the other members of the replica set */
     uint32_t follower_peer[VT_REPL_MAX_FOLLOWERS]; /* their indexes in the node's peers */
     struct vt_repl_pub *pub;      /* where the range's state is published */
+    /* Optional, on the owner core: a fence or append arrived at an epoch
+     * above the lease view (from `sender`): read metadata now. */
+    void (*epoch_hint)(void *arg, uint64_t epoch, const uint8_t sender[16]);
+    void *hint_arg;
 };
 
 struct vt_repl_node;
@@ -170,6 +188,59 @@ void vt_repl_range_local_durable(struct vt_repl_range *rr);
 /* Shutdown: fails quorum waiters, stops timers; replica requests are
  * refused from now on. */
 void vt_repl_range_stop(struct vt_repl_range *rr);
+
+/* ---- runtime leadership, on the range's core (asserted) ------------------------ */
+
+/* How a promotion ended. */
+struct vt_repl_promote_result {
+    enum vt_repl_establish_kind kind; /* valid when rc == 0 */
+    int rc;             /* 0, or FAILED: -ESTALE (epoch refused), -EINPROGRESS, -EAGAIN
+                         * (range not open yet), -ECANCELED (demoted, stopped), a log code */
+    uint64_t epoch;
+    uint64_t boundary;  /* ESTABLISHED / LEADER_BEHIND */
+    uint32_t answered;  /* followers that answered the fence */
+    uint32_t rf;        /* the replica set */
+    const char *why;    /* static text, or NULL */
+};
+typedef void vt_repl_promote_cb(void *arg, const struct vt_repl_promote_result *r);
+
+/* Lead at `epoch`: refuse (-ESTALE) an epoch below the held one or released
+ * here; raise the held epoch durably (history (epoch, next_offset)); fence
+ * every follower at it, retrying for up to promote_timeout_ms; establish
+ * (vt_repl_establish). ESTABLISHED: HWM = max(current, boundary), the
+ * marker (if configured) is appended, produce is accepted. Anything else
+ * suspends at the epoch (produce refused retryably); a later promote at the
+ * same epoch verifies again. A verified leader promoted again at its epoch
+ * (a lease renewal) answers at once without verifying. `done` runs once, on
+ * this core (possibly before this returns). */
+void vt_repl_range_promote(struct vt_repl_range *rr, uint64_t epoch, vt_repl_promote_cb *done,
+                           void *arg);
+/* Stop leading now: waiting produce fails with WrongRange naming the known
+ * leader ("not the leader"), the epoch is released, and the range follows
+ * `rival` (NULL: unknown) once it fences at rival_epoch. */
+void vt_repl_range_demote(struct vt_repl_range *rr, uint64_t rival_epoch, const uint8_t *rival);
+/* The lease watcher's view: `leader` (NULL: no live lease) leads `epoch`
+ * (monotonic: a lower epoch is ignored, returning -ESTALE). Followers accept
+ * fences and appends only from that leader at that epoch; a leader that
+ * sees a higher epoch held by another node demotes. 0 otherwise. */
+int vt_repl_range_watch(struct vt_repl_range *rr, uint64_t epoch, const uint8_t *leader);
+/* Stop admitting produce; once every admitted produce was answered, the
+ * epoch is released, the range stays a leader-less replica (until watch or
+ * promote) and done(arg) runs on this core. Not leading: done at once. */
+void vt_repl_range_step_down(struct vt_repl_range *rr, void (*done)(void *arg), void *arg);
+
+/* A range's leadership, for status, metrics, readiness and NotLeader hints. */
+struct vt_repl_range_state {
+    enum vt_repl_role role;
+    bool stepping_down;
+    uint64_t held_epoch, view_epoch;
+    bool leader_known;
+    uint8_t leader[16];       /* the leader the view names (this node when it leads) */
+    char reason[160];         /* SUSPENDED: why */
+    uint64_t boundary;        /* of the last established promotion */
+    uint64_t promote_ms;      /* how long the last promotion took */
+};
+void vt_repl_range_state(const struct vt_repl_range *rr, struct vt_repl_range_state *out);
 
 /* ---- error classes: range-log codes -> wire codes ------------------------------
 

@@ -123,7 +123,7 @@ struct vt_repl_range *
 vt_repl_range_add(struct vt_repl_node *n, const struct vt_repl_range_config *c)
 {
     VT_ASSERT(c->core < n->cfg.cores && c->pub != NULL);
-    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS && (c->leader || c->n_followers == 0));
+    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS && (!c->replicated || c->n_followers >= 1));
     for (uint32_t f = 0; f < c->n_followers; f++)
         VT_ASSERT(c->follower_peer[f] < n->cfg.n_peers);
     if (n->n_ranges == n->cap_ranges) {
@@ -141,13 +141,9 @@ vt_repl_range_add(struct vt_repl_node *n, const struct vt_repl_range_config *c)
     rr->idx = n->n_ranges;
     rr->cfg = *c;
     rr->epoch = c->fencing_epoch;
-    if (c->replicated && c->leader) {
-        rr->qw = vt_repl__qw_new();
-        if (rr->qw == NULL) {
-            free(rr);
-            return NULL;
-        }
-    }
+    /* the leadership state is set when the log opens (it needs the held
+     * epoch); until then the range is a follower without a view */
+    vt_repl_lead_init(&rr->ls, n->cfg.node_uuid, 0, NULL);
     n->ranges[n->n_ranges++] = rr;
     return rr;
 }
@@ -250,7 +246,7 @@ link_event(struct vt_peer_link *l, enum vt_repl_link_event ev)
     unsigned me = vt_core_id(l->core);
     for (uint32_t i = 0; i < n->n_ranges; i++) {
         struct vt_repl_range *rr = n->ranges[i];
-        if (rr->cfg.core == me && rr->cfg.leader && rr->cfg.n_followers > 0)
+        if (rr->cfg.core == me && rr->cfg.replicated)
             vt_repl__link_event(rr, l->peer, ev);
     }
 }
@@ -438,6 +434,40 @@ vt_repl__link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload
     return vt_repl__link_sendv(l, kind, &iov, len ? 1 : 0, tag);
 }
 
+/* This core's link to `peer`, made (and dialled) the first time a range
+ * it drives needs it. NULL when out of memory or stopping. */
+static struct vt_peer_link *
+link_make(struct vt_repl_node *n, struct vt_core *core, uint32_t p)
+{
+    struct vt_repl_core *rc = rcore(n, core);
+    VT_ASSERT(p < n->cfg.n_peers);
+    if (rc->links == NULL || rc->stopping)
+        return NULL;
+    if (rc->links[p] != NULL)
+        return rc->links[p];
+    struct vt_peer_link *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    unsigned me = vt_core_id(core);
+    l->n = n;
+    l->core = core;
+    l->peer = p;
+    vt_uuid_format(n->peers[p].node, l->cn);
+    vt_backoff_init(&l->backoff, RECONNECT_BASE_MS, RECONNECT_MAX_MS, (uint64_t)me * 7919u + p);
+    vt_timer_init(&l->retry, link_on_retry, l);
+    rc->links[p] = l;
+    link_dial(l);
+    return l;
+}
+
+void
+vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer)
+{
+    if (link_make(n, core, peer) == NULL)
+        VT_WARN_RL(5000, "replica link to peer %u: cannot be made (out of memory or stopping)",
+                   peer);
+}
+
 static int
 links_start(struct vt_repl_node *n, struct vt_core *core, struct vt_repl_core *rc)
 {
@@ -446,27 +476,15 @@ links_start(struct vt_repl_node *n, struct vt_core *core, struct vt_repl_core *r
     if (rc->links == NULL)
         return -ENOMEM;
     unsigned me = vt_core_id(core);
+    /* a static leader's links come up early; every other link is made on
+     * demand when a promotion needs it */
     for (uint32_t i = 0; i < n->n_ranges; i++) {
         const struct vt_repl_range_config *rc_cfg = &n->ranges[i]->cfg;
-        if (rc_cfg->core != me || !rc_cfg->leader)
+        if (rc_cfg->core != me || !rc_cfg->replicated || rc_cfg->leases || !rc_cfg->leader)
             continue;
-        for (uint32_t f = 0; f < rc_cfg->n_followers; f++) {
-            uint32_t p = rc_cfg->follower_peer[f];
-            if (rc->links[p] != NULL)
-                continue;
-            struct vt_peer_link *l = calloc(1, sizeof(*l));
-            if (l == NULL)
+        for (uint32_t f = 0; f < rc_cfg->n_followers; f++)
+            if (link_make(n, core, rc_cfg->follower_peer[f]) == NULL)
                 return -ENOMEM;
-            l->n = n;
-            l->core = core;
-            l->peer = p;
-            vt_uuid_format(n->peers[p].node, l->cn);
-            vt_backoff_init(&l->backoff, RECONNECT_BASE_MS, RECONNECT_MAX_MS,
-                            (uint64_t)me * 7919u + p);
-            vt_timer_init(&l->retry, link_on_retry, l);
-            rc->links[p] = l;
-            link_dial(l);
-        }
     }
     return 0;
 }

@@ -50,6 +50,16 @@ enum vt_repl_rstate { VT_RR_OPENING = 0, VT_RR_READY, VT_RR_DOWN };
 
 struct vt_repl_qwait;
 
+/* A running promotion (vt_repl_promote.c). owner: the range's core */
+struct vt_repl_promotion {
+    uint64_t epoch;
+    uint64_t started_ns, deadline_ns;
+    bool raised;                 /* the held epoch is durably `epoch` */
+    struct vt_repl_probe probe[VT_REPL_MAX_FOLLOWERS];
+    vt_repl_promote_cb *done;
+    void *arg;
+};
+
 /* cfg: immutable after boot; the rest owner: cfg.core */
 struct vt_repl_range {
     struct vt_repl_node *n;
@@ -59,9 +69,19 @@ struct vt_repl_range {
     struct vt_rlog *log;
     int state;                   /* enum vt_repl_rstate */
     uint64_t epoch;              /* the epoch this node writes (leader) or holds (follower) */
-    struct vt_repl_leader *lead; /* leader only */
-    uint64_t hwm_raw;            /* follower: the highest HWM its leader sent */
-    bool deposed, stopped;
+    struct vt_repl_lead_state ls; /* role and lease view */
+    struct vt_repl_leader *lead; /* promoting / leader: the per-follower driver */
+    uint64_t lead_inc;           /* bumped with every new driver (answers carry it) */
+    uint64_t hwm_raw;            /* the highest HWM this replica learned or declared */
+    uint64_t hwm_floor;          /* leader: max(inherited HWM, boundary) at establish */
+    uint64_t marker_end;         /* leader: end of this epoch's marker; 0 none */
+    bool stopped, stepping;
+    bool ready_pending;          /* a static leader calls ready once its epoch is raised */
+    struct vt_repl_promotion pr; /* valid while ls.role == PROMOTING */
+    char reason[160];            /* suspended: why */
+    uint64_t boundary, promote_ms, admitted;
+    void (*sd_done)(void *arg);  /* step-down waiting for `admitted` to drain */
+    void *sd_arg;
     void (*ready)(void *arg);
     void *ready_arg;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
@@ -76,6 +96,7 @@ struct vt_peer_req_tag {
     uint32_t range_idx;
     uint32_t follower;
     uint64_t gen;
+    uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
 };
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
@@ -131,8 +152,31 @@ void vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag
 void vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_event ev);
 /* Follower side: a replica-plane request for this range (range core). */
 void vt_repl__serve(struct vt_core *c, struct vt_rreq *r);
-/* The quorum-waiter ring of a led range (main thread), NULL when out of memory. */
+/* The quorum-waiter ring of a led range, NULL when out of memory. */
 struct vt_repl_qwait *vt_repl__qw_new(void);
+/* Leader driver of a promotion (vt_repl_range.c): a fresh one at the log's
+ * end; every live link is fenced. 0 or -ENOMEM. */
+int vt_repl__lead_start(struct vt_repl_range *rr) VT_MUST_USE;
+/* Fails every quorum waiter with code/why (the driver stays). */
+void vt_repl__qw_fail(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* Drops the driver (and fails quorum waiters with code/why). */
+void vt_repl__lead_stop(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* vt_repl_promote.c: a follower answered the promotion's fence. */
+void vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, uint64_t durable);
+/* vt_repl_promote.c: the tick (deadline, static re-promotion). */
+void vt_repl__promote_tick(struct vt_repl_range *rr);
+/* vt_repl_promote.c: the range's log opened: static start. */
+void vt_repl__lead_open(struct vt_repl_range *rr);
+/* vt_repl_promote.c: a verified leader cannot go on (follower holds a newer
+ * epoch, lost batch): suspend with `why`, waiters fail with `code`. */
+void vt_repl__suspend(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* vt_repl_promote.c: an admitted produce was answered (step-down drain). */
+void vt_repl__admitted_done(struct vt_repl_range *rr);
+/* The HWM a verified leader declares (floor and marker rule). */
+uint64_t vt_repl__leader_hwm(const struct vt_repl_range *rr);
+/* Makes sure this core has a link to `peer` (dialling it). */
+void vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
+void vt_repl__publish_role(struct vt_repl_range *rr);
 /* Free a range (main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
 
