@@ -343,11 +343,11 @@ vt_repl_range_produce(struct vt_repl_range *rr, struct vt_core *c, uint8_t *batc
     if (rc == VT_RLOG_DUPLICATE) {
         w->duplicate = 1;
         w->base_offset = base;
+        rr->admitted++; /* before: the callback may run at once */
         rc = vt_rlog_when_durable(rr->log, base + w->records, on_local_durable, w);
-        if (rc == 0) {
-            rr->admitted++;
+        if (rc == 0)
             return;
-        }
+        rr->admitted--;
     }
     w_refuse(c, w, rc);
 }
