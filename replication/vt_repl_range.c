@@ -474,6 +474,15 @@ op_on_deposed(void *arg, uint32_t f)
     vt_uuid_format(rr->n->peers[rr->cfg.follower_peer[f]].node, id);
     if (rr->ls.role != VT_REPL_ROLE_LEADER)
         return; /* promoting: that follower is absent from the verification */
+    if (rr->cfg.leases) {
+        /* A refusal is a miss, not a demotion: that follower answers to a
+         * newer lease view. Only a rival grant (demote, watch) or the loss
+         * of the lease stops this leader; the tick keeps fencing it. */
+        VT_WARN_RL(1000, "range %s: follower %s refuses epoch %llu (Fenced): it does not count "
+                   "until it accepts this leader", rr->cfg.ident.topic, id,
+                   (unsigned long long)rr->epoch);
+        return;
+    }
     VT_ERROR("range %s: follower %s holds a newer epoch than ours (%llu): this leader is "
              "suspended and refuses writes", rr->cfg.ident.topic, id,
              (unsigned long long)rr->epoch);
