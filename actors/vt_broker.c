@@ -267,7 +267,7 @@ add_repl_range(struct vt_broker *b, const struct vt_node_range *nr, struct vt_br
     /* every other member of the set (any replica may be promoted) */
     for (uint32_t k = 0; br->replicated && k < nr->n_replicas; k++)
         if (memcmp(nr->replica_ids[k], b->cfg->node_uuid, 16) != 0)
-            c.follower_peer[c.n_followers++] = peer_index(b->cfg, nr->replica_ids[k]);
+            memcpy(c.follower_node[c.n_followers++], nr->replica_ids[k], 16);
     struct vt_repl_range *rr = vt_repl_range_add(b->repl, &c);
     if (rr == NULL)
         return -ENOMEM;

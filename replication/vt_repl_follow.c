@@ -97,7 +97,7 @@ on_applied(struct vt_rlog *l, int rc, uint64_t base, void *arg)
 {
     (void)base;
     struct vt_rreq *r = arg;
-    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    struct vt_repl_range *rr = r->rr;
     struct vt_core *c = vt_core_self();
     VT_REPL_OWNED(rr);
     (void)l;
@@ -414,7 +414,7 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
 void
 vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
 {
-    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    struct vt_repl_range *rr = r->rr;
     VT_REPL_OWNED(rr);
     const struct vt_repl_range_config *rc = &rr->cfg;
     if (r->kind == VT_K_REPL_HWM &&

@@ -14,10 +14,12 @@
  * replicated range carries a struct vt_repl_waiter with its own completion
  * callback; nothing here knows who asked.
  *
- * Threads: vt_repl_node_new / _range_add / _node_free run on the main thread
- * (before the runtime starts, after it stopped); vt_repl_core_* on every
- * core; vt_repl_range_* on the range's owning core (asserted). Nothing
- * blocks. */
+ * Threads: vt_repl_node_new / _node_free run on the main thread (before the
+ * runtime starts, after it stopped); vt_repl_range_add / _remove on the
+ * main thread before the runtime starts or on the range's owning core at
+ * any time; vt_repl_core_* on every core; vt_repl_range_* on the range's
+ * owning core (asserted). Each core keeps its own range table and its own
+ * copy of the peer table. Nothing blocks. */
 #ifndef VT_REPL_HOST_H
 #define VT_REPL_HOST_H
 
@@ -54,8 +56,12 @@ struct vt_repl_node_config {
     uint8_t node_uuid[16];
     unsigned cores;                   /* the runtime's cores */
     struct vt_cfg_hostport listen;    /* this node's replication listener */
-    const struct vt_repl_peer *peers; /* copied by vt_repl_node_new */
+    const struct vt_repl_peer *peers; /* the boot peers, copied by vt_repl_node_new */
     uint32_t n_peers;
+    /* false: the listener accepts only the boot peers' UUIDs (a static
+     * allowlist); true: any node UUID CN the cluster CA signed, the
+     * per-range leader check deciding (peers learned at runtime). */
+    bool accept_any_node;
     struct vt_tls_files tls;          /* the dialing side's certificate */
     struct vt_tls_ctx *server_tls;    /* the listener's context (borrowed; outlives the node) */
     uint64_t quorum_timeout_ms;       /* a quorum produce fails (retryably) after this */
@@ -111,7 +117,9 @@ struct vt_repl_range_config {
      * boundary once the marker is durable on a quorum. */
     bool epoch_marker;
     uint32_t n_followers;         /* the other members of the replica set */
-    uint32_t follower_peer[VT_REPL_MAX_FOLLOWERS]; /* their indexes in the node's peers */
+    /* their node UUIDs, resolved against the owning core's peer table (a
+     * member whose address is not known yet is absent until it is) */
+    uint8_t follower_node[VT_REPL_MAX_FOLLOWERS][16];
     struct vt_repl_pub *pub;      /* where the range's state is published */
     /* Optional, on the owner core: a fence or append arrived at an epoch
      * above the lease view (from `sender`): read metadata now. */
@@ -131,9 +139,17 @@ struct vt_repl_node *vt_repl_node_new(const struct vt_repl_node_config *cfg, cha
 /* After the runtime stopped: frees every range and core part. NULL ok. */
 void vt_repl_node_free(struct vt_repl_node *n);
 /* Registers a hosted range (every hosted range, replicated or not, so that
- * replica requests for it get the right refusal). NULL when out of memory. */
+ * replica requests for it get the right refusal) in its core's table: on
+ * the main thread before the runtime starts, or on that core (c->core must
+ * be vt_range_ident_core(&c->ident, cores)). NULL when out of memory or
+ * when the core already hosts that identity (logged). */
 struct vt_repl_range *vt_repl_range_add(struct vt_repl_node *n,
                                         const struct vt_repl_range_config *c);
+/* Removes and frees a range on its core (or on the main thread after the
+ * runtime stopped): stops it first if needed (failing its waiters); its
+ * log must be closed already or never opened (the log's callbacks use the
+ * range). Replica requests for it are refused WrongRange from now on. */
+void vt_repl_range_remove(struct vt_repl_range *rr);
 /* Open replica-plane connections on every core (shutdown progress). */
 uint32_t vt_repl_node_conns(const struct vt_repl_node *n);
 
@@ -144,6 +160,12 @@ uint32_t vt_repl_node_conns(const struct vt_repl_node *n);
 int vt_repl_core_start(struct vt_repl_node *n, struct vt_core *core) VT_MUST_USE;
 /* At shutdown, on the core: closes the listener, links and connections. */
 void vt_repl_core_stop(struct vt_repl_node *n, struct vt_core *core);
+/* On each core (the host broadcasts): peer `node` listens at `addr` (NULL:
+ * its address is not known). A changed address closes this core's link to
+ * it, which redials there; ranges this core drives that wait for it get a
+ * link now. 0 or -ENOMEM. */
+int vt_repl_core_set_peer(struct vt_repl_node *n, struct vt_core *core, const uint8_t node[16],
+                          const struct vt_cfg_hostport *addr) VT_MUST_USE;
 
 /* ---- per range, on its core ------------------------------------------------- */
 

@@ -17,11 +17,28 @@
 struct vt_peer_link;
 struct vt_rconn;
 
-/* owner: its core */
+/* A peer node as one core knows it (its copy of the peer table; the host
+ * broadcasts changes with vt_repl_core_set_peer). Entries are never
+ * removed, so an index stays valid. owner: its core (filled by the main
+ * thread before the runtime starts) */
+struct vt_repl_cpeer {
+    uint8_t node[16];
+    char cn[37];                     /* the node UUID: the certificate CN expected */
+    struct vt_cfg_hostport address;
+    bool known;                      /* the address is known: the peer can be dialled */
+    struct vt_peer_link *link;       /* made on demand by a range this core drives */
+};
+
+/* owner: its core (the main thread before the runtime starts and after it stopped) */
 struct vt_repl_core {
     struct vt_core *core;
     struct vt_listener *listener;
-    struct vt_peer_link **links; /* [n_peers], NULL where this core leads nothing with it */
+    struct vt_repl_cpeer *peers;     /* this core's peer table */
+    uint32_t n_peers, cap_peers;
+    struct vt_repl_range **ranges;   /* the ranges this core owns, by slot (NULL: free) */
+    uint32_t n_slots, cap_slots;
+    uint64_t next_serial;            /* identifies a slot's occupant across reuse */
+    bool started;
     struct vt_rconn *conns;
     uint32_t n_conns;
     bool stopping;
@@ -36,12 +53,10 @@ struct vt_repl_core {
 /* immutable after boot (the counters excepted) */
 struct vt_repl_node {
     struct vt_repl_node_config cfg; /* cfg.peers points at `peers` */
-    struct vt_repl_peer *peers;
+    struct vt_repl_peer *peers;     /* the boot peers (each core copies them) */
     struct vt_tls_ctx *peer_tls;    /* client context for links */
     struct vt_conn_policy peer_policy;
-    const char **peer_cns;          /* peer node UUIDs (the replica allowlist) */
-    struct vt_repl_range **ranges;  /* every hosted range, by registration order */
-    uint32_t n_ranges, cap_ranges;
+    const char **peer_cns;          /* the boot peers' UUIDs (the static allowlist) */
     struct vt_repl_core **cores;    /* [cfg.cores]; each owned by its core */
     _Atomic uint32_t conns;         /* open replica connections, all cores */
 };
@@ -63,8 +78,10 @@ struct vt_repl_promotion {
 /* cfg: immutable after boot; the rest owner: cfg.core */
 struct vt_repl_range {
     struct vt_repl_node *n;
-    uint32_t idx;                /* in n->ranges */
+    uint32_t slot;               /* in its core's table */
+    uint64_t serial;             /* its occupancy of that slot */
     struct vt_repl_range_config cfg;
+    uint32_t fpeer[VT_REPL_MAX_FOLLOWERS]; /* followers in the core's peer table */
     struct vt_core *core;        /* set when the log opened */
     struct vt_rlog *log;
     int state;                   /* enum vt_repl_rstate */
@@ -93,7 +110,8 @@ struct vt_repl_range {
 
 /* What a request was for; handed back with its answer. */
 struct vt_peer_req_tag {
-    uint32_t range_idx;
+    uint32_t slot;     /* the range's slot in the sending core's table */
+    uint64_t serial;   /* and its occupant */
     uint32_t follower;
     uint64_t gen;
     uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
@@ -101,7 +119,7 @@ struct vt_peer_req_tag {
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
 
-/* This core's link to peer `peer` (index in the node's peers), or NULL. */
+/* This core's link to peer `peer` (index in the core's peer table), or NULL. */
 struct vt_peer_link *vt_repl__link(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
 bool vt_repl__link_up(const struct vt_peer_link *l);
 /* Sends one request frame; its answer comes back through vt_repl__answer.
@@ -120,7 +138,8 @@ struct vt_rreq {
     struct vt_rconn *rc;       /* the connection it came on (origin core only) */
     uint64_t request_id;
     uint16_t kind;
-    uint32_t range_idx;
+    struct vt_range_ident ident; /* the range it names */
+    struct vt_repl_range *rr;  /* resolved on the range's core */
     uint8_t peer_uuid[16];     /* the authenticated sender */
     uint8_t *payload;          /* a copy, owned by the request */
     size_t len;
@@ -177,8 +196,23 @@ uint64_t vt_repl__leader_hwm(const struct vt_repl_range *rr);
 /* Makes sure this core has a link to `peer` (dialling it). */
 void vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
 void vt_repl__publish_role(struct vt_repl_range *rr);
-/* Free a range (main thread). */
+/* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
+
+/* ---- the per-core tables (vt_repl_table.c) ----------------------------------------- */
+
+/* The core's range at slot/serial (a tag's), or NULL (removed since). */
+struct vt_repl_range *vt_repl__range_at(struct vt_repl_core *rc, uint32_t slot, uint64_t serial);
+/* The core's range with this identity, or NULL. */
+struct vt_repl_range *vt_repl__range_find(struct vt_repl_core *rc, const struct vt_range_ident *id);
+/* The index of `node` in the core's peer table, adding it (address
+ * unknown) if new. -ENOMEM. */
+int vt_repl__peer_index(struct vt_repl_core *rc, const uint8_t node[16]) VT_MUST_USE;
+/* The core of `n` this thread is (asserted). */
+struct vt_repl_core *vt_repl__rcore(struct vt_repl_node *n, struct vt_core *core);
+/* vt_repl_link.c: the link's peer moved to a new address: close and redial. */
+void vt_repl__link_redial(struct vt_peer_link *l);
+void vt_repl__link_free(struct vt_peer_link *l);
 
 /* The range core's scratch (see struct vt_repl_core). */
 struct vt_epoch_entry *vt_repl__hist(struct vt_repl_range *rr);

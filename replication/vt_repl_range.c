@@ -189,7 +189,7 @@ vt_repl__qw_fail(struct vt_repl_range *rr, uint16_t code, const char *why)
 static struct vt_peer_link *
 link_of(struct vt_repl_range *rr, uint32_t f)
 {
-    return vt_repl__link(rr->n, rr->core, rr->cfg.follower_peer[f]);
+    return vt_repl__link(rr->n, rr->core, rr->fpeer[f]);
 }
 
 static void
@@ -374,7 +374,7 @@ op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
     all[0] = (struct iovec){head, w.len};
     for (int i = 0; i < iovcnt; i++)
         all[i + 1] = iov[i];
-    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen,
+    struct vt_peer_req_tag tag = {.slot = rr->slot, .serial = rr->serial, .follower = f, .gen = gen,
                                   .inc = rr->lead_inc};
     return vt_repl__link_sendv(link_of(rr, f), VT_K_REPL_APPEND, all, iovcnt + 1, &tag);
 }
@@ -395,7 +395,7 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     vt_wr_init(&w, buf, VT_REPL_SCRATCH_BYTES);
     vt_repl_encode_fence(&w, &m);
     VT_ASSERT(vt_wr_ok(&w));
-    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen,
+    struct vt_peer_req_tag tag = {.slot = rr->slot, .serial = rr->serial, .follower = f, .gen = gen,
                                   .inc = rr->lead_inc};
     return vt_repl__link_send(link_of(rr, f), VT_K_REPL_FENCE, buf, w.len, &tag);
 }
@@ -471,7 +471,7 @@ op_on_deposed(void *arg, uint32_t f)
     struct vt_repl_range *rr = arg;
     VT_REPL_OWNED(rr);
     char id[37];
-    vt_uuid_format(rr->n->peers[rr->cfg.follower_peer[f]].node, id);
+    vt_uuid_format(rr->cfg.follower_node[f], id);
     if (rr->ls.role != VT_REPL_ROLE_LEADER)
         return; /* promoting: that follower is absent from the verification */
     if (rr->cfg.leases) {
@@ -572,7 +572,7 @@ vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_e
 {
     VT_REPL_OWNED(rr);
     for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
-        if (rr->cfg.follower_peer[f] != peer)
+        if (rr->fpeer[f] != peer)
             continue;
         atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, ev != VT_REPL_LINK_DOWN,
                               memory_order_relaxed);
@@ -616,7 +616,7 @@ vt_repl__lead_start(struct vt_repl_range *rr)
     if (rr->lead == NULL)
         return -ENOMEM;
     for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
-        vt_repl__link_ensure(rr->n, rr->core, rr->cfg.follower_peer[f]);
+        vt_repl__link_ensure(rr->n, rr->core, rr->fpeer[f]);
         if (vt_repl__link_up(link_of(rr, f))) {
             atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, 1, memory_order_relaxed);
             vt_metric_add(vt_repl__shard(rr), nc->m.fences, 1);

@@ -35,6 +35,7 @@
 #include "vt_testutil.h"
 
 #define NODES 3
+#define CORES 2 /* replica requests reach either core: the owner serves them */
 #define WAIT_MS 15000
 #define PID_BYTE 0x21
 
@@ -54,6 +55,8 @@ struct node {
 static struct {
     char ca[512];
     uint16_t port0;
+    bool runtime; /* ranges and peers added at runtime, not at boot */
+    unsigned owner; /* the range's core on every node */
     struct node nd[NODES];
 } T;
 
@@ -76,13 +79,20 @@ call_msg(struct vt_core *core, const struct vt_msg *msg)
 }
 
 static void
-on_node(int i, void (*fn)(struct node *x, void *arg), void *arg)
+on_core(int i, unsigned core, void (*fn)(struct node *x, void *arg), void *arg)
 {
     struct call c = {.fn = fn, .x = &T.nd[i], .arg = arg};
     struct vt_msg msg = {.fn = call_msg, .ptr = &c};
-    while (vt_runtime_post_external(T.nd[i].rt, 0, &msg) == -EAGAIN)
+    while (vt_runtime_post_external(T.nd[i].rt, core, &msg) == -EAGAIN)
         sched_yield();
     assert_true(vt_test_wait_flag(&c.done, WAIT_MS));
+}
+
+/* Runs fn on node i's core that owns the range. */
+static void
+on_node(int i, void (*fn)(struct node *x, void *arg), void *arg)
+{
+    on_core(i, T.owner, fn, arg);
 }
 
 /* ---- promote / watch / demote / step down ------------------------------------------- */
@@ -255,13 +265,8 @@ log_opened(struct vt_rlog *l, int rc, const struct vt_log_err *err,
 }
 
 static void
-core_start(struct vt_core *core, void *arg)
+open_log(struct vt_core *core, struct node *x)
 {
-    struct node *x = arg;
-    if (vt_repl_core_start(x->n, core) != 0) {
-        atomic_store(&x->failed, 1);
-        return;
-    }
     struct vt_rlog_config rc = {.create = true, .on_commit = on_commit, .on_commit_arg = x};
     snprintf(rc.dir, sizeof(rc.dir), "%s", x->dir);
     vt_lt_config(&rc.set);
@@ -270,6 +275,33 @@ core_start(struct vt_core *core, void *arg)
     struct vt_rlog *l;
     if (vt_rlog_open(core, &rc, log_opened, x, &l) != 0)
         atomic_store(&x->failed, 1);
+}
+
+static void
+core_start(struct vt_core *core, void *arg)
+{
+    struct node *x = arg;
+    if (vt_repl_core_start(x->n, core) != 0) {
+        atomic_store(&x->failed, 1);
+        return;
+    }
+    if (!T.runtime && vt_core_id(core) == T.owner)
+        open_log(core, x);
+}
+
+static void
+range_config(struct node *x, struct vt_repl_range_config *rc)
+{
+    *rc = (struct vt_repl_range_config){.core = T.owner, .fencing_epoch = 1, .replicated = true,
+                                        .leases = true, .epoch_marker = true,
+                                        .n_followers = NODES - 1, .pub = &x->pub};
+    struct vt_segset_config sc;
+    vt_lt_config(&sc);
+    rc->ident = sc.range;
+    uint32_t f = 0;
+    for (int j = 0; j < NODES; j++)
+        if (&T.nd[j] != x)
+            memcpy(rc->follower_node[f++], T.nd[j].uuid, 16);
 }
 
 static void
@@ -291,7 +323,7 @@ node_new(int i)
     snprintf(x->key, sizeof(x->key), "%s/%s.key", certs, id);
     node_uuid(i, x->uuid);
     x->dir = vt_lt_tmpdir();
-    x->rt = vt_test_runtime(1, 1024);
+    x->rt = vt_test_runtime(CORES, 1024);
     assert_non_null(x->rt);
     char err[512];
     struct vt_tls_files files = {.ca_file = T.ca, .cert_file = x->cert, .key_file = x->key};
@@ -317,7 +349,8 @@ node_new(int i)
         np++;
     }
     struct vt_repl_node_config nc = {
-        .cores = 1, .peers = peers, .n_peers = np, .tls = files, .server_tls = x->server_tls,
+        .cores = CORES, .peers = peers, .n_peers = T.runtime ? 0 : np, .tls = files,
+        .server_tls = x->server_tls, .accept_any_node = T.runtime,
         .quorum_timeout_ms = 10000, .promote_timeout_ms = 400, .connect_timeout_ms = 2000,
         .window_requests = 16, .window_bytes = 4u << 20, .retransmit_bytes = 8u << 20,
         .retransmit_core_bytes = 64u << 20, .max_connection_requests = 1024,
@@ -328,14 +361,10 @@ node_new(int i)
     nc.listen.port = (uint16_t)(T.port0 + i);
     x->n = vt_repl_node_new(&nc, err, sizeof(err));
     assert_non_null(x->n);
-    struct vt_repl_range_config rc = {.core = 0, .fencing_epoch = 1, .replicated = true,
-                                      .leases = true, .epoch_marker = true,
-                                      .n_followers = NODES - 1, .pub = &x->pub};
-    struct vt_segset_config sc;
-    vt_lt_config(&sc);
-    rc.ident = sc.range;
-    for (uint32_t f = 0; f < NODES - 1; f++)
-        rc.follower_peer[f] = f;
+    if (T.runtime)
+        return;
+    struct vt_repl_range_config rc;
+    range_config(x, &rc);
     x->rr = vt_repl_range_add(x->n, &rc);
     assert_non_null(x->rr);
 }
@@ -344,7 +373,14 @@ static void
 stop_fn(struct node *x, void *arg)
 {
     (void)arg;
-    vt_repl_range_stop(x->rr);
+    if (x->rr != NULL)
+        vt_repl_range_stop(x->rr);
+}
+
+static void
+core_stop_fn(struct node *x, void *arg)
+{
+    (void)arg;
     vt_repl_core_stop(x->n, vt_core_self());
 }
 
@@ -362,19 +398,24 @@ close_fn(struct node *x, void *arg)
 }
 
 static int
-setup(void **state)
+setup_common(bool runtime)
 {
-    (void)state;
     memset(&T, 0, sizeof(T));
+    T.runtime = runtime;
+    struct vt_segset_config sc;
+    vt_lt_config(&sc);
+    T.owner = vt_range_ident_core(&sc.range, CORES);
     const char *certs = getenv("VT_TEST_CERTS");
     assert_non_null(certs);
     snprintf(T.ca, sizeof(T.ca), "%s/ca.pem", certs);
     T.port0 = (uint16_t)(21000 + (getpid() % 4000) * 3);
     for (int i = 0; i < NODES; i++)
+        node_uuid(i, T.nd[i].uuid);
+    for (int i = 0; i < NODES; i++)
         node_new(i);
     for (int i = 0; i < NODES; i++)
         assert_int_equal(vt_runtime_start(T.nd[i].rt, core_start, &T.nd[i]), 0);
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < NODES && !runtime; i++) {
         assert_true(vt_test_wait_flag(&T.nd[i].opened, WAIT_MS));
         assert_int_equal(atomic_load(&T.nd[i].failed), 0);
     }
@@ -382,12 +423,31 @@ setup(void **state)
 }
 
 static int
+setup(void **state)
+{
+    (void)state;
+    return setup_common(false);
+}
+
+static int
+setup_runtime(void **state)
+{
+    (void)state;
+    return setup_common(true);
+}
+
+static int
 teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < NODES; i++)
-        on_node(i, stop_fn, NULL);
     for (int i = 0; i < NODES; i++) {
+        on_node(i, stop_fn, NULL);
+        for (unsigned c = 0; c < CORES; c++)
+            on_core(i, c, core_stop_fn, NULL);
+    }
+    for (int i = 0; i < NODES; i++) {
+        if (T.nd[i].log == NULL)
+            continue;
         on_node(i, close_fn, NULL);
         assert_true(vt_test_wait_flag(&T.nd[i].closed, WAIT_MS));
     }
@@ -509,11 +569,108 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     assert_int_equal(r.rc, -ESTALE); /* stepped down: released */
 }
 
+/* ---- ranges and peers added at runtime ---------------------------------------------- */
+
+static void
+add_fn(struct node *x, void *arg)
+{
+    (void)arg;
+    struct vt_repl_range_config rc;
+    range_config(x, &rc);
+    x->rr = vt_repl_range_add(x->n, &rc);
+    if (x->rr == NULL) {
+        atomic_store(&x->failed, 1);
+        return;
+    }
+    /* the same identity twice on one core is refused */
+    if (vt_repl_range_add(x->n, &rc) != NULL)
+        atomic_store(&x->failed, 1);
+    open_log(vt_core_self(), x);
+}
+
+struct peer_set {
+    int peer;
+    bool known;
+    int rc;
+};
+
+static void
+set_peer_fn(struct node *x, void *arg)
+{
+    struct peer_set *ps = arg;
+    struct vt_cfg_hostport hp = {.port = (uint16_t)(T.port0 + ps->peer)};
+    snprintf(hp.host, sizeof(hp.host), "127.0.0.1");
+    ps->rc = vt_repl_core_set_peer(x->n, vt_core_self(), T.nd[ps->peer].uuid,
+                                   ps->known ? &hp : NULL);
+}
+
+static void
+set_peer(int i, int peer, bool known)
+{
+    struct peer_set ps = {.peer = peer, .known = known, .rc = 1};
+    on_node(i, set_peer_fn, &ps);
+    assert_int_equal(ps.rc, 0);
+}
+
+static void
+remove_fn(struct node *x, void *arg)
+{
+    (void)arg;
+    vt_repl_range_remove(x->rr);
+    x->rr = NULL;
+}
+
+static void
+test_vt_repl_node_runtime_ranges_and_peers(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NODES; i++) {
+        on_node(i, add_fn, NULL);
+        assert_true(vt_test_wait_flag(&T.nd[i].opened, WAIT_MS));
+        assert_int_equal(atomic_load(&T.nd[i].failed), 0);
+    }
+    assert_int_equal(watch(1, 2, 0), 0);
+    assert_int_equal(watch(2, 2, 0), 0);
+    /* node 1 knows no peer address yet: its followers are absent */
+    struct vt_repl_promote_result r = promote(0, 2);
+    assert_int_equal(r.kind, VT_REPL_QUORUM_UNAVAILABLE);
+    assert_int_equal(r.answered, 0);
+    /* the host learns both peers' addresses: links are made on demand */
+    set_peer(0, 1, true);
+    set_peer(0, 2, true);
+    r = promote(0, 2);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
+    assert_int_equal(r.answered, 2);
+    struct prod *p = produce_wait(produce_start(0, 0, 5));
+    assert_int_equal(p->code, 0);
+    assert_int_equal(p->w.base_offset, 1);
+    prod_free(p);
+    /* the address of node 3 becomes unknown: a quorum of two still acks */
+    set_peer(0, 2, false);
+    p = produce_wait(produce_start(0, 5, 5));
+    assert_int_equal(p->code, 0);
+    prod_free(p);
+    set_peer(0, 2, true);
+    /* node 2 removes the range: node 1 still commits with node 3 */
+    on_node(1, stop_fn, NULL);
+    on_node(1, close_fn, NULL);
+    assert_true(vt_test_wait_flag(&T.nd[1].closed, WAIT_MS));
+    T.nd[1].log = NULL;
+    on_node(1, remove_fn, NULL);
+    p = produce_wait(produce_start(0, 10, 5));
+    assert_int_equal(p->code, 0);
+    assert_true(p->w.committed_next >= 16);
+    prod_free(p);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_vt_repl_node_leadership_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vt_repl_node_runtime_ranges_and_peers,
+                                        setup_runtime, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
