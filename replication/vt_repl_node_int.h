@@ -96,6 +96,8 @@ struct vt_repl_range {
     bool ready_pending;          /* a static leader calls ready once its epoch is raised */
     struct vt_repl_promotion pr; /* valid while ls.role == PROMOTING */
     char reason[160];            /* suspended: why */
+    uint16_t suspend_code;       /* suspended: the code produce is refused with */
+    bool retry_static;           /* suspended by a failed verification: a static leader retries */
     uint64_t boundary, promote_ms, admitted;
     void (*sd_done)(void *arg);  /* step-down waiting for `admitted` to drain */
     void *sd_arg;

@@ -67,6 +67,8 @@ static void
 promote_fail(struct vt_repl_range *rr, int rc, const char *why)
 {
     vt_repl_lead_promote_end(&rr->ls, false);
+    rr->suspend_code = VT_E_STORAGE;
+    rr->retry_static = true;
     snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu failed: %s (%s)",
              (unsigned long long)rr->pr.epoch, why, strerror(-rc));
     vt_repl__lead_stop(rr, VT_E_STORAGE, rr->reason);
@@ -138,6 +140,8 @@ establish(struct vt_repl_range *rr)
     uint32_t k = vt_repl_majority(rr->cfg.n_followers + 1);
     if (est.kind != VT_REPL_ESTABLISHED) {
         vt_repl_lead_promote_end(&rr->ls, false);
+        rr->suspend_code = VT_E_STORAGE;
+        rr->retry_static = true;
         if (est.kind == VT_REPL_QUORUM_UNAVAILABLE)
             snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu: quorum "
                      "unavailable (%u of %u replicas answered, %u needed)",
@@ -196,7 +200,7 @@ promote_raised(struct vt_rlog *l, int rc, void *arg)
         rr->epoch = vt_rlog_held_epoch(l);
         vt_repl_lead_held(&rr->ls, rr->epoch);
     }
-    if (rr->ready_pending) { /* a static leader serves reads once its epoch is raised */
+    if (rr->ready_pending && !rr->stopped) { /* a static leader serves once its epoch is raised */
         rr->ready_pending = false;
         rr->state = VT_RR_READY;
         rr->ready(rr->ready_arg);
@@ -279,6 +283,8 @@ vt_repl__suspend(struct vt_repl_range *rr, uint16_t code, const char *why)
         return;
     vt_repl_lead_suspend(&rr->ls);
     snprintf(rr->reason, sizeof(rr->reason), "%s", why);
+    rr->suspend_code = code; /* Fenced: a newer epoch exists; only a new promotion helps */
+    rr->retry_static = false;
     /* the driver may be calling us: the tick drops it */
     char msg[200];
     snprintf(msg, sizeof(msg), "leader suspended: %s", why);
@@ -410,7 +416,7 @@ vt_repl__promote_tick(struct vt_repl_range *rr)
         finish_step_down(rr);
     /* a static leader keeps trying to verify its epoch (nothing else would) */
     if (!rr->cfg.leases && rr->cfg.leader && rr->ls.role == VT_REPL_ROLE_SUSPENDED &&
-        now >= rr->pr.deadline_ns && rr->epoch > rr->ls.released_through)
+        rr->retry_static && now >= rr->pr.deadline_ns && rr->epoch > rr->ls.released_through)
         vt_repl_range_promote(rr, rr->epoch, static_promoted, rr);
 }
 

@@ -302,8 +302,9 @@ produce_admissible(struct vt_repl_range *rr, struct vt_core *c, struct vt_repl_w
                "retry", topic, e);
         return false;
     case VT_REPL_ROLE_SUSPENDED:
-        w_fail(c, w, VT_E_STORAGE, "range %s: leader suspended at epoch %llu (%s); retry",
-               topic, e, rr->reason);
+        w_fail(c, w, rr->suspend_code ? rr->suspend_code : VT_E_STORAGE,
+               "range %s: leader suspended at epoch %llu (%s)%s", topic, e, rr->reason,
+               rr->suspend_code == VT_E_FENCED ? "" : "; retry");
         return false;
     case VT_REPL_ROLE_LEADER:
         break;

@@ -9,10 +9,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "vt_crc32c.h"
+#include "vt_log_types.h"
 #include "vt_repl.h"
 
 #define P(o) {.present = true, .offset = (o)}
@@ -300,6 +303,33 @@ test_vt_repl_lead_static_view_trusts_configured_leader(void **state)
                      -ESTALE);
 }
 
+/* ---- the owner core -------------------------------------------------------------- */
+
+static void
+test_vt_range_ident_core_is_the_range_id_hash(void **state)
+{
+    (void)state;
+    struct vt_range_ident a = {.topic = "orders", .topic_epoch = 1};
+    memset(a.range_id, 0x42, 16);
+    struct vt_range_ident b = a;
+    snprintf(b.topic, sizeof(b.topic), "other"); /* only the range id places it */
+    b.range_generation = 9;
+    for (unsigned cores = 1; cores <= 64; cores++) {
+        unsigned c = vt_range_ident_core(&a, cores);
+        assert_true(c < cores);
+        assert_int_equal(c, vt_range_ident_core(&b, cores));
+        assert_int_equal(c, vt_crc32c(0, a.range_id, 16) % cores);
+    }
+    assert_int_equal(vt_range_ident_core(&a, 1), 0);
+    /* different ids spread over the cores */
+    unsigned seen = 0;
+    for (unsigned i = 0; i < 64; i++) {
+        a.range_id[0] = (uint8_t)i;
+        seen |= 1u << vt_range_ident_core(&a, 4);
+    }
+    assert_int_equal(seen, 0xf);
+}
+
 int
 main(void)
 {
@@ -313,6 +343,7 @@ main(void)
         cmocka_unit_test(test_vt_repl_lead_watch_monotonic_and_demotes_leader),
         cmocka_unit_test(test_vt_repl_lead_check_sender_refusals),
         cmocka_unit_test(test_vt_repl_lead_static_view_trusts_configured_leader),
+        cmocka_unit_test(test_vt_range_ident_core_is_the_range_id_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

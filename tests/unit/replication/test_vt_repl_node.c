@@ -585,6 +585,11 @@ add_fn(struct node *x, void *arg)
     /* the same identity twice on one core is refused */
     if (vt_repl_range_add(x->n, &rc) != NULL)
         atomic_store(&x->failed, 1);
+    /* a range whose log is not open cannot promote (answered at once) */
+    struct promo p = {.epoch = 2};
+    vt_repl_range_promote(x->rr, 2, promo_done, &p);
+    if (!atomic_load(&p.done) || p.res.rc != -EAGAIN)
+        atomic_store(&x->failed, 1);
     open_log(vt_core_self(), x);
 }
 
@@ -662,6 +667,11 @@ test_vt_repl_node_runtime_ranges_and_peers(void **state)
     assert_int_equal(p->code, 0);
     assert_true(p->w.committed_next >= 16);
     prod_free(p);
+    /* node 2 refuses the range now (WrongRange): its stream never resumes */
+    struct timespec ts = {0, 300 * 1000000};
+    nanosleep(&ts, NULL);
+    assert_int_not_equal(atomic_load(&T.nd[0].pub.followers[0].state), VT_REPL_F_STREAMING);
+    assert_int_equal(atomic_load(&T.nd[0].pub.followers[1].state), VT_REPL_F_STREAMING);
 }
 
 int
