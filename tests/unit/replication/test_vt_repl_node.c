@@ -307,7 +307,7 @@ range_config(struct node *x, struct vt_repl_range_config *rc)
 static void
 node_uuid(int i, uint8_t out[16])
 {
-    char s[40];
+    char s[64];
     snprintf(s, sizeof(s), "00000000-0000-4000-8000-00000000000%d", i + 1);
     assert_int_equal(vt_cfg_parse_uuid(s, strlen(s), out), 0);
 }
@@ -317,7 +317,7 @@ node_new(int i)
 {
     struct node *x = &T.nd[i];
     const char *certs = getenv("VT_TEST_CERTS");
-    char id[40];
+    char id[64];
     snprintf(id, sizeof(id), "00000000-0000-4000-8000-00000000000%d", i + 1);
     snprintf(x->cert, sizeof(x->cert), "%s/%s.pem", certs, id);
     snprintf(x->key, sizeof(x->key), "%s/%s.key", certs, id);
