@@ -6,11 +6,14 @@
  * vt_repl.h and the codecs of proto/vt_repl_proto.h. docs/REPLICATION.md has
  * the protocol.
  *
- * What the host gives it, all filled at boot and immutable afterwards: the
- * node's replica-plane settings (struct vt_repl_node_config), one struct
- * vt_repl_range_config per hosted range (its identity, owning core and
- * static leadership, and where to publish what status and metrics read),
- * and, once a range is open on its core, that range's log. A produce on a
+ * What the host gives it: the node's replica-plane settings (struct
+ * vt_repl_node_config, immutable after boot), one struct
+ * vt_repl_range_config per hosted range (its identity, owning core, replica
+ * set by node UUID, static or lease-driven leadership, and where to publish
+ * what status and metrics read; added and removed at runtime), peer
+ * addresses as they change (vt_repl_core_set_peer), and, once a range is
+ * open on its core, that range's log. Leadership is decided at runtime:
+ * vt_repl_range_promote / _demote / _watch / _step_down. A produce on a
  * replicated range carries a struct vt_repl_waiter with its own completion
  * callback; nothing here knows who asked.
  *
