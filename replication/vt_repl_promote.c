@@ -438,8 +438,11 @@ vt_repl__lead_open(struct vt_repl_range *rr)
 {
     uint64_t held = rr->epoch;
     bool static_leader = !rr->cfg.leases && rr->cfg.leader;
-    vt_repl_lead_init(&rr->ls, rr->n->cfg.node_uuid, held,
-                      rr->cfg.leases || static_leader ? NULL : rr->cfg.leader_uuid);
+    if (rr->cfg.leases) /* keep a view the watcher gave before the log opened */
+        vt_repl_lead_held(&rr->ls, held);
+    else
+        vt_repl_lead_init(&rr->ls, rr->n->cfg.node_uuid, held,
+                          static_leader ? NULL : rr->cfg.leader_uuid);
     if (!static_leader) {
         vt_repl__publish_role(rr);
         rr->state = VT_RR_READY;
