@@ -240,7 +240,7 @@ typedef void vt_repl_promote_cb(void *arg, const struct vt_repl_promote_result *
  * this core (possibly before this returns). */
 void vt_repl_range_promote(struct vt_repl_range *rr, uint64_t epoch, vt_repl_promote_cb *done,
                            void *arg);
-/* Stop leading now: waiting produce fails with WrongRange naming the known
+/* Stop leading now: waiting produce fails with NotLeader naming the known
  * leader ("not the leader"), the epoch is released, and the range follows
  * `rival` (NULL: unknown) once it fences at rival_epoch. */
 void vt_repl_range_demote(struct vt_repl_range *rr, uint64_t rival_epoch, const uint8_t *rival);

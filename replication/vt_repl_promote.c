@@ -314,7 +314,7 @@ finish_step_down(struct vt_repl_range *rr)
     vt_repl_lead_step_down(&rr->ls);
     char msg[400];
     not_leader_text(rr, msg, sizeof(msg));
-    vt_repl__lead_stop(rr, VT_E_WRONG_RANGE, msg);
+    vt_repl__lead_stop(rr, VT_E_NOT_LEADER, msg);
     void (*fn)(void *) = rr->sd_done;
     rr->sd_done = NULL;
     vt_repl__publish_role(rr);
@@ -333,7 +333,7 @@ vt_repl_range_demote(struct vt_repl_range *rr, uint64_t rival_epoch, const uint8
     char msg[400];
     not_leader_text(rr, msg, sizeof(msg));
     if (rr->lead != NULL || rr->qw_n > 0)
-        vt_repl__lead_stop(rr, VT_E_WRONG_RANGE, msg);
+        vt_repl__lead_stop(rr, VT_E_NOT_LEADER, msg);
     rr->stepping = false;
     VT_INFO("range %s: demoted at epoch %llu (%s)", rr->cfg.ident.topic,
             (unsigned long long)rr->epoch, msg);

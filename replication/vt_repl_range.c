@@ -286,14 +286,14 @@ produce_admissible(struct vt_repl_range *rr, struct vt_core *c, struct vt_repl_w
     switch (rr->ls.role) {
     case VT_REPL_ROLE_FOLLOWER: {
         if (!rr->ls.view_known) {
-            w_fail(c, w, VT_E_WRONG_RANGE, "not the leader: this node follows range %s and "
+            w_fail(c, w, VT_E_NOT_LEADER, "not the leader: this node follows range %s and "
                    "knows no live leader (lease view epoch %llu)", topic,
                    (unsigned long long)rr->ls.view_epoch);
             return false;
         }
         char id[37];
         vt_uuid_format(rr->ls.view_leader, id);
-        w_fail(c, w, VT_E_WRONG_RANGE, "this node follows range %s; its leader is node %s",
+        w_fail(c, w, VT_E_NOT_LEADER, "this node follows range %s; its leader is node %s",
                topic, id);
         return false;
     }

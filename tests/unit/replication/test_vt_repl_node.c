@@ -11,7 +11,7 @@
  * re-verifies and re-activates; the marker takes offset 0 and a quorum
  * produce is acknowledged after it; followers that learned a rival epoch
  * refuse the old leader (Fenced), so its produce waits, and the leader's own
- * watch of the rival demotes it, failing that waiter with WrongRange (not
+ * watch of the rival demotes it, failing that waiter with NotLeader (not
  * the leader) naming the rival; the demoted epoch never re-activates; the
  * rival promotes, truncates the old leader's unacknowledged batch and
  * serves; a step-down ends with produce refused. */
@@ -517,7 +517,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     prod_free(p);
     /* a follower refuses to take produce: not the leader */
     p = produce_wait(produce_start(1, 0, 4));
-    assert_int_equal(p->code, VT_E_WRONG_RANGE);
+    assert_int_equal(p->code, VT_E_NOT_LEADER);
     assert_non_null(strstr(p->msg, "00000000-0000-4000-8000-000000000001"));
     prod_free(p);
 
@@ -532,7 +532,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     /* the leader's own watch sees the rival: it demotes, the waiter fails */
     assert_int_equal(watch(0, 6, 1), 0);
     produce_wait(p);
-    assert_int_equal(p->code, VT_E_WRONG_RANGE);
+    assert_int_equal(p->code, VT_E_NOT_LEADER);
     assert_non_null(strstr(p->msg, "not the leader"));
     assert_non_null(strstr(p->msg, "00000000-0000-4000-8000-000000000002 at epoch 6"));
     prod_free(p);
@@ -563,7 +563,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     assert_int_equal(s.role, VT_REPL_ROLE_FOLLOWER);
     assert_false(s.leader_known);
     p = produce_wait(produce_start(1, 7, 1));
-    assert_int_equal(p->code, VT_E_WRONG_RANGE);
+    assert_int_equal(p->code, VT_E_NOT_LEADER);
     prod_free(p);
     r = promote(1, 6);
     assert_int_equal(r.rc, -ESTALE); /* stepped down: released */
