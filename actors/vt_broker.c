@@ -255,16 +255,19 @@ setup_replicas(struct vt_broker *b, const struct vt_node_range *nr, struct vt_br
 /* Every hosted range is known to the replica plane (when there is one);
  * a replicated range's actor drives its replication half. */
 static int
-add_repl_range(struct vt_broker *b, struct vt_broker_range *br)
+add_repl_range(struct vt_broker *b, const struct vt_node_range *nr, struct vt_broker_range *br)
 {
     if (b->repl == NULL)
         return 0;
     struct vt_repl_range_config c = {.ident = br->ident, .core = br->core,
                                      .fencing_epoch = br->fencing_epoch,
                                      .replicated = br->replicated, .leader = br->leader,
-                                     .n_followers = br->n_followers, .pub = &br->actor->pub};
+                                     .pub = &br->actor->pub};
     memcpy(c.leader_uuid, br->leader_uuid, 16);
-    memcpy(c.follower_peer, br->follower_peer, br->n_followers * sizeof(c.follower_peer[0]));
+    /* every other member of the set (any replica may be promoted) */
+    for (uint32_t k = 0; br->replicated && k < nr->n_replicas; k++)
+        if (memcmp(nr->replica_ids[k], b->cfg->node_uuid, 16) != 0)
+            memcpy(c.follower_node[c.n_followers++], nr->replica_ids[k], 16);
     struct vt_repl_range *rr = vt_repl_range_add(b->repl, &c);
     if (rr == NULL)
         return -ENOMEM;
@@ -333,7 +336,7 @@ setup_ranges(struct vt_broker *b, char *err, size_t err_len)
         memcpy(br->ident.range_id, nr->range_id, 16);
         br->ident.range_generation = nr->range_generation;
         br->fencing_epoch = nr->fencing_epoch;
-        br->core = vt_crc32c(0, nr->range_id, 16) % cores;
+        br->core = vt_range_ident_core(&br->ident, cores);
         setup_replicas(b, nr, br);
         char id[37];
         vt_uuid_format(nr->range_id, id);
@@ -342,7 +345,7 @@ setup_ranges(struct vt_broker *b, char *err, size_t err_len)
         if (rc != 0)
             return rc;
         br->actor = vt_range_actor_new(b, i);
-        if (br->actor == NULL || add_repl_range(b, br) != 0)
+        if (br->actor == NULL || add_repl_range(b, nr, br) != 0)
             return -ENOMEM;
         rc = register_range_metrics(b, i);
         if (rc != 0) {

@@ -9,6 +9,7 @@
 
 #include "vt_batch.h"
 #include "vt_codec.h"
+#include "vt_crc32c.h"
 
 void
 vt_log_limits_defaults(struct vt_log_limits *l)
@@ -113,6 +114,13 @@ vt_log_err_set(struct vt_log_err *err, int code, const char *path, const char *f
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
     return code;
+}
+
+unsigned
+vt_range_ident_core(const struct vt_range_ident *id, unsigned cores)
+{
+    VT_ASSERT(cores >= 1);
+    return vt_crc32c(0, id->range_id, 16) % cores;
 }
 
 bool

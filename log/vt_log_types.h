@@ -31,6 +31,10 @@ struct vt_rd;
 void vt_range_ident_encode(struct vt_wr *w, const struct vt_range_ident *r);
 /* Same range: topic, topic epoch, range id and generation all equal. */
 bool vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident *b);
+/* The core that owns this range on a node of `cores` (>= 1) cores: CRC32C of
+ * the range id, modulo cores. The one owner-core function: the node
+ * composition and the replica plane both place a range with it. Pure. */
+unsigned vt_range_ident_core(const struct vt_range_ident *id, unsigned cores);
 /* Reads one range identity from an untrusted reader. Returns 0, or -EMSGSIZE
  * (topic longer than 249 bytes) / -EBADMSG (truncated, bad UTF-8, bad topic
  * charset) with *why naming the field ("range.topic", ...). *why is either a

@@ -93,6 +93,123 @@ struct vt_repl_fence_plan {
 int vt_repl_fence_plan(const struct vt_repl_fence_in *in, struct vt_repl_fence_plan *out)
     VT_MUST_USE;
 
+/* ---- verified promotion: the establish arithmetic ---------------------------- */
+
+/* One replica's answer to a promotion probe: its durable offset, or absent
+ * (it did not answer, refused, or echoed another epoch). Absent is never 0:
+ * a replica holding nothing answers present with offset 0. */
+struct vt_repl_probe {
+    bool present;
+    uint64_t offset;
+};
+
+enum vt_repl_establish_kind {
+    VT_REPL_ESTABLISHED = 0,     /* the leader holds the quorum-provable boundary */
+    VT_REPL_QUORUM_UNAVAILABLE,  /* fewer than rf/2 + 1 answers (leader counted) */
+    VT_REPL_LEADER_BEHIND,       /* the leader is absent or below the boundary */
+};
+
+struct vt_repl_establish {
+    enum vt_repl_establish_kind kind;
+    uint64_t boundary;  /* ESTABLISHED, LEADER_BEHIND: the k-th largest answer */
+    uint32_t answered;  /* present answers, the leader's included */
+};
+
+/* The verdict of a promotion over a replica set of `rf` (1..7) members: the
+ * leader's own probe and n = rf - 1 follower probes. Needs k = rf/2 + 1
+ * answers; boundary = the k-th largest answered offset; a leader absent or
+ * below it is behind. Pure. */
+struct vt_repl_establish vt_repl_establish(struct vt_repl_probe leader,
+                                           const struct vt_repl_probe *follower, uint32_t n,
+                                           uint32_t rf);
+const char *vt_repl_establish_name(enum vt_repl_establish_kind k);
+
+/* ---- who leads: role and lease view ------------------------------------------ */
+
+/* A replicated range's leadership state on one replica, I/O-free so that
+ * the node side (vt_repl_lead.c's callers) and the tests drive the same
+ * transitions. The held epoch is the durable one (the log's `fencing-held`);
+ * the view is what the lease watcher (or a demotion) last said: epoch E is
+ * led by `leader`. A *static* view (a range whose config names its leader)
+ * trusts that leader at any epoch at or above the held one, as before
+ * leases. */
+enum vt_repl_role {
+    VT_REPL_ROLE_FOLLOWER = 0, /* serves replica requests from the view's leader */
+    VT_REPL_ROLE_PROMOTING,    /* fencing and probing its followers at a new epoch */
+    VT_REPL_ROLE_LEADER,       /* verified: accepts produce */
+    VT_REPL_ROLE_SUSPENDED,    /* keeps its epoch, refuses produce until re-verified */
+};
+const char *vt_repl_role_name(enum vt_repl_role r);
+
+/* owner: the range's core */
+struct vt_repl_lead_state {
+    enum vt_repl_role role;
+    uint64_t held;             /* the epoch this replica holds (leader: writes) */
+    uint64_t view_epoch;       /* the lease view's epoch (monotonic) */
+    bool view_known;           /* the view names a live leader */
+    bool view_static;          /* trust view_leader at any epoch >= held */
+    uint8_t view_leader[16];
+    uint8_t self[16];          /* this node */
+    uint64_t released_through; /* epochs at or below this one never lead again here */
+    uint64_t promoting;        /* PROMOTING: the epoch being verified */
+};
+
+/* Fresh state: a follower holding `held`. `static_leader` non-NULL: a
+ * static view trusting that node (as configured); NULL: no view yet. */
+void vt_repl_lead_init(struct vt_repl_lead_state *s, const uint8_t self[16], uint64_t held,
+                       const uint8_t *static_leader);
+
+enum vt_repl_promote_step {
+    VT_REPL_PROMOTE_VERIFY = 0, /* start a verification at the epoch */
+    VT_REPL_PROMOTE_RENEWED,    /* already a verified leader at this epoch: nothing to do */
+};
+/* May this replica promote itself at `epoch`? 0 with *step; -ESTALE (below
+ * the held epoch, at or below a released one, or below the view's epoch),
+ * -EINPROGRESS (a promotion is running) with *why. Changes nothing. */
+int vt_repl_lead_promote_check(const struct vt_repl_lead_state *s, uint64_t epoch,
+                               enum vt_repl_promote_step *step, const char **why) VT_MUST_USE;
+/* A verification at `epoch` starts (after promote_check said VERIFY). */
+void vt_repl_lead_promote_begin(struct vt_repl_lead_state *s, uint64_t epoch);
+/* The held epoch became `epoch` durably (the leader's begin_epoch, or a
+ * follower's fence adoption). Monotonic. */
+void vt_repl_lead_held(struct vt_repl_lead_state *s, uint64_t epoch);
+/* The verification ended: ESTABLISHED makes it the leader (the view becomes
+ * this node at the epoch); anything else suspends at the epoch. */
+void vt_repl_lead_promote_end(struct vt_repl_lead_state *s, bool established);
+/* A verified leader learned something that stops it writing safely (a
+ * follower holds a newer epoch, its stream lost a batch): suspend. */
+void vt_repl_lead_suspend(struct vt_repl_lead_state *s);
+/* Stop leading: the epoch held so far is released; the view becomes
+ * (rival_epoch, rival) when rival_epoch is above it (rival NULL: unknown). */
+void vt_repl_lead_demote(struct vt_repl_lead_state *s, uint64_t rival_epoch,
+                         const uint8_t *rival);
+/* Stepped down: no longer leads, the epoch is released, no leader known. */
+void vt_repl_lead_step_down(struct vt_repl_lead_state *s);
+
+enum vt_repl_watch_step {
+    VT_REPL_WATCH_IGNORED = 0, /* epoch below the view: nothing changed */
+    VT_REPL_WATCH_SET,         /* the view changed (or was confirmed) */
+    VT_REPL_WATCH_DEMOTE,      /* this replica leads and a rival holds a higher epoch */
+};
+/* The lease watcher's view: `leader` (NULL: no live lease) leads `epoch`.
+ * Ends a static view. DEMOTE leaves the state as is: the caller demotes
+ * (failing its waiters) with vt_repl_lead_demote. */
+enum vt_repl_watch_step vt_repl_lead_watch(struct vt_repl_lead_state *s, uint64_t epoch,
+                                           const uint8_t *leader);
+
+enum vt_repl_sender_kind {
+    VT_REPL_SENDER_FENCE = 0, /* a ReplicaFence at the caller's epoch */
+    VT_REPL_SENDER_APPEND,    /* a ReplicaAppend or HWM update */
+};
+/* May `sender` drive this replica at `epoch`? 0 yes; -EPERM this replica
+ * leads (or is promoting/suspended): WrongRange; -ESTALE Fenced (no live
+ * leader known, another sender, a stale epoch, an append off the held
+ * epoch); -EXDEV Fenced too, but the epoch is above the view: the host
+ * should read metadata now (epoch_hint). *why says which. Changes nothing. */
+int vt_repl_lead_check_sender(const struct vt_repl_lead_state *s, enum vt_repl_sender_kind kind,
+                              uint64_t epoch, const uint8_t sender[16], const char **why)
+    VT_MUST_USE;
+
 /* ---- leader: the per-follower driver --------------------------------------- */
 
 struct vt_repl_leader;

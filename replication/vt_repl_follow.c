@@ -1,7 +1,8 @@
 /* The follower half of a replicated range (see vt_repl_host.h): replica appends,
  * fences, HWM updates, status and history probes, on the range's core.
- * Only the range's configured leader may drive it, and only at the epoch
- * the follower holds (raised by a fence, never lowered). */
+ * Only the leader its lease view names (or, static, its configured leader)
+ * may drive it (vt_repl_lead_check_sender), and only at the epoch the
+ * follower holds (raised by a fence, never lowered). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,41 @@ rreq_log_error(struct vt_core *c, struct vt_rreq *r, enum vt_repl_err_site site,
     char msg[240];
     uint16_t code = vt_repl_err_answer(site, rc, context, msg, sizeof(msg));
     vt_repl__rreq_error(c, r, vt_repl__plane_code(code), "%s", msg);
+}
+
+/* Whether r's sender may drive this replica at `epoch`; if not, answers the
+ * refusal (kind HWM: silently) and hints the host at an epoch above the view. */
+static bool
+sender_ok(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr,
+          enum vt_repl_sender_kind kind, uint64_t epoch)
+{
+    const char *why = NULL;
+    int rc = vt_repl_lead_check_sender(&rr->ls, kind, epoch, r->peer_uuid, &why);
+    if (rc == 0)
+        return true;
+    if (rc == -EXDEV && rr->cfg.epoch_hint != NULL)
+        rr->cfg.epoch_hint(rr->cfg.hint_arg, epoch, r->peer_uuid);
+    if (r->kind == VT_K_REPL_HWM) {
+        r->resp_kind = 0;
+        vt_repl__rreq_answer(c, r);
+        return false;
+    }
+    if (rc == -EPERM) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_WRONG_RANGE, "this node leads range %s (%s): it "
+                            "does not follow", rr->cfg.ident.topic,
+                            vt_repl_role_name(rr->ls.role));
+        return false;
+    }
+    vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
+    if (rr->ls.view_static)
+        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "the sender is not range %s's leader",
+                            rr->cfg.ident.topic);
+    else
+        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "range %s at epoch %llu refused (view "
+                            "epoch %llu, held %llu): %s", rr->cfg.ident.topic,
+                            (unsigned long long)epoch, (unsigned long long)rr->ls.view_epoch,
+                            (unsigned long long)rr->epoch, why);
+    return false;
 }
 
 /* Encodes an answer into a fresh buffer and sends it home. */
@@ -61,7 +97,7 @@ on_applied(struct vt_rlog *l, int rc, uint64_t base, void *arg)
 {
     (void)base;
     struct vt_rreq *r = arg;
-    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    struct vt_repl_range *rr = r->rr;
     struct vt_core *c = vt_core_self();
     VT_REPL_OWNED(rr);
     (void)l;
@@ -133,6 +169,8 @@ serve_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaAppend: %s", why);
         return;
     }
+    if (!sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+        return;
     uint64_t held = rr->epoch, next = vt_rlog_next_offset(rr->log);
     uint64_t durable = vt_rlog_committed(rr->log);
     enum vt_repl_verdict v =
@@ -246,6 +284,7 @@ fence_adopted(struct vt_rlog *l, int rc, void *arg)
         return;
     }
     j->rr->epoch = vt_rlog_held_epoch(l);
+    vt_repl_lead_held(&j->rr->ls, j->rr->epoch);
     if (!j->plan.truncate) {
         fence_answer(c, j);
         return;
@@ -273,6 +312,11 @@ serve_fence(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
         free(lh);
         free(j);
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaFence: %s", why);
+        return;
+    }
+    if (!sender_ok(c, r, rr, VT_REPL_SENDER_FENCE, m.epoch)) {
+        free(lh);
+        free(j);
         return;
     }
     uint32_t n_own = vt_rlog_history(rr->log, own, VT_EPOCH_HISTORY_MAX);
@@ -358,7 +402,10 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
 {
     struct vt_repl_hwm m;
     const char *why = NULL;
-    if (vt_repl_decode_hwm(r->payload, r->len, &m, &why) == 0 && m.epoch == rr->epoch)
+    bool ok = vt_repl_decode_hwm(r->payload, r->len, &m, &why) == 0;
+    if (ok && !sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+        return; /* sender_ok answered (silently) */
+    if (ok && m.epoch == rr->epoch) /* an undecodable update is dropped */
         note_hwm(rr, m.hwm);
     r->resp_kind = 0; /* fire and forget */
     vt_repl__rreq_answer(c, r);
@@ -367,10 +414,11 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
 void
 vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
 {
-    struct vt_repl_range *rr = r->n->ranges[r->range_idx];
+    struct vt_repl_range *rr = r->rr;
     VT_REPL_OWNED(rr);
     const struct vt_repl_range_config *rc = &rr->cfg;
-    if (r->kind == VT_K_REPL_HWM && (rr->state != VT_RR_READY || !rc->replicated || rc->leader)) {
+    if (r->kind == VT_K_REPL_HWM &&
+        (rr->state != VT_RR_READY || !rc->replicated || rr->ls.role != VT_REPL_ROLE_FOLLOWER)) {
         vt_repl__rreq_answer(c, r);
         return;
     }
@@ -380,16 +428,9 @@ vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
                             rr->state == VT_RR_OPENING ? "still recovering" : "not serving");
         return;
     }
-    if (!rc->replicated || rc->leader) {
+    if (!rc->replicated) {
         vt_repl__rreq_error(c, r, VT_REPL_E_WRONG_RANGE,
-                            "this node %s range %s: it does not follow",
-                            rc->replicated ? "leads" : "alone hosts", rc->ident.topic);
-        return;
-    }
-    if (r->kind != VT_K_REPL_STATUS && r->kind != VT_K_REPL_HISTORY &&
-        memcmp(r->peer_uuid, rc->leader_uuid, 16) != 0) {
-        vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
-        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "the sender is not range %s's leader",
+                            "this node alone hosts range %s: it does not follow",
                             rc->ident.topic);
         return;
     }

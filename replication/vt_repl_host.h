@@ -6,18 +6,23 @@
  * vt_repl.h and the codecs of proto/vt_repl_proto.h. docs/REPLICATION.md has
  * the protocol.
  *
- * What the host gives it, all filled at boot and immutable afterwards: the
- * node's replica-plane settings (struct vt_repl_node_config), one struct
- * vt_repl_range_config per hosted range (its identity, owning core and
- * static leadership, and where to publish what status and metrics read),
- * and, once a range is open on its core, that range's log. A produce on a
+ * What the host gives it: the node's replica-plane settings (struct
+ * vt_repl_node_config, immutable after boot), one struct
+ * vt_repl_range_config per hosted range (its identity, owning core, replica
+ * set by node UUID, static or lease-driven leadership, and where to publish
+ * what status and metrics read; added and removed at runtime), peer
+ * addresses as they change (vt_repl_core_set_peer), and, once a range is
+ * open on its core, that range's log. Leadership is decided at runtime:
+ * vt_repl_range_promote / _demote / _watch / _step_down. A produce on a
  * replicated range carries a struct vt_repl_waiter with its own completion
  * callback; nothing here knows who asked.
  *
- * Threads: vt_repl_node_new / _range_add / _node_free run on the main thread
- * (before the runtime starts, after it stopped); vt_repl_core_* on every
- * core; vt_repl_range_* on the range's owning core (asserted). Nothing
- * blocks. */
+ * Threads: vt_repl_node_new / _node_free run on the main thread (before the
+ * runtime starts, after it stopped); vt_repl_range_add / _remove on the
+ * main thread before the runtime starts or on the range's owning core at
+ * any time; vt_repl_core_* on every core; vt_repl_range_* on the range's
+ * owning core (asserted). Each core keeps its own range table and its own
+ * copy of the peer table. Nothing blocks. */
 #ifndef VT_REPL_HOST_H
 #define VT_REPL_HOST_H
 
@@ -54,11 +59,16 @@ struct vt_repl_node_config {
     uint8_t node_uuid[16];
     unsigned cores;                   /* the runtime's cores */
     struct vt_cfg_hostport listen;    /* this node's replication listener */
-    const struct vt_repl_peer *peers; /* copied by vt_repl_node_new */
+    const struct vt_repl_peer *peers; /* the boot peers, copied by vt_repl_node_new */
     uint32_t n_peers;
+    /* false: the listener accepts only the boot peers' UUIDs (a static
+     * allowlist); true: any node UUID CN the cluster CA signed, the
+     * per-range leader check deciding (peers learned at runtime). */
+    bool accept_any_node;
     struct vt_tls_files tls;          /* the dialing side's certificate */
     struct vt_tls_ctx *server_tls;    /* the listener's context (borrowed; outlives the node) */
     uint64_t quorum_timeout_ms;       /* a quorum produce fails (retryably) after this */
+    uint64_t promote_timeout_ms;      /* promotion window: fences retried this long; 0 = 3000 */
     uint64_t connect_timeout_ms;
     uint32_t window_requests;         /* appends in flight per follower */
     uint64_t window_bytes;            /* bytes in flight per follower */
@@ -85,6 +95,8 @@ struct vt_repl_follower_pub {
  * committed too, from the same core); read racily by anyone. */
 struct vt_repl_pub {
     _Atomic uint64_t next, committed, hwm, epoch;
+    _Atomic int role;                 /* enum vt_repl_role */
+    _Atomic uint64_t view_epoch, boundary, promote_ms;
     struct vt_repl_follower_pub followers[VT_REPL_MAX_FOLLOWERS];
 };
 
@@ -94,11 +106,28 @@ struct vt_repl_range_config {
     unsigned core;                /* the owning core */
     uint64_t fencing_epoch;       /* the configured first epoch */
     bool replicated;              /* false: hosted here alone (replica requests get WrongRange) */
-    bool leader;                  /* this node leads it (static until leases exist) */
+    /* Leadership. leases false (static, as configured): `leader` says
+     * whether this node leads; a static leader promotes itself at
+     * max(fencing_epoch, held + 1) when the log opens, a static follower
+     * trusts leader_uuid at any epoch. leases true: the range opens as a
+     * follower without a view; vt_repl_range_promote / _demote / _watch
+     * decide (`leader` and leader_uuid unused). */
+    bool leases;
+    bool leader;
     uint8_t leader_uuid[16];
-    uint32_t n_followers;         /* leader: followers in the replica set */
-    uint32_t follower_peer[VT_REPL_MAX_FOLLOWERS]; /* their indexes in the node's peers */
+    /* Append a leader-epoch marker (a control batch of one empty record) at
+     * every established promotion; the HWM only passes the promotion's
+     * boundary once the marker is durable on a quorum. */
+    bool epoch_marker;
+    uint32_t n_followers;         /* the other members of the replica set */
+    /* their node UUIDs, resolved against the owning core's peer table (a
+     * member whose address is not known yet is absent until it is) */
+    uint8_t follower_node[VT_REPL_MAX_FOLLOWERS][16];
     struct vt_repl_pub *pub;      /* where the range's state is published */
+    /* Optional, on the owner core: a fence or append arrived at an epoch
+     * above the lease view (from `sender`): read metadata now. */
+    void (*epoch_hint)(void *arg, uint64_t epoch, const uint8_t sender[16]);
+    void *hint_arg;
 };
 
 struct vt_repl_node;
@@ -113,9 +142,17 @@ struct vt_repl_node *vt_repl_node_new(const struct vt_repl_node_config *cfg, cha
 /* After the runtime stopped: frees every range and core part. NULL ok. */
 void vt_repl_node_free(struct vt_repl_node *n);
 /* Registers a hosted range (every hosted range, replicated or not, so that
- * replica requests for it get the right refusal). NULL when out of memory. */
+ * replica requests for it get the right refusal) in its core's table: on
+ * the main thread before the runtime starts, or on that core (c->core must
+ * be vt_range_ident_core(&c->ident, cores)). NULL when out of memory or
+ * when the core already hosts that identity (logged). */
 struct vt_repl_range *vt_repl_range_add(struct vt_repl_node *n,
                                         const struct vt_repl_range_config *c);
+/* Removes and frees a range on its core (or on the main thread after the
+ * runtime stopped): stops it first if needed (failing its waiters); its
+ * log must be closed already or never opened (the log's callbacks use the
+ * range). Replica requests for it are refused WrongRange from now on. */
+void vt_repl_range_remove(struct vt_repl_range *rr);
 /* Open replica-plane connections on every core (shutdown progress). */
 uint32_t vt_repl_node_conns(const struct vt_repl_node *n);
 
@@ -126,6 +163,12 @@ uint32_t vt_repl_node_conns(const struct vt_repl_node *n);
 int vt_repl_core_start(struct vt_repl_node *n, struct vt_core *core) VT_MUST_USE;
 /* At shutdown, on the core: closes the listener, links and connections. */
 void vt_repl_core_stop(struct vt_repl_node *n, struct vt_core *core);
+/* On each core (the host broadcasts): peer `node` listens at `addr` (NULL:
+ * its address is not known). A changed address closes this core's link to
+ * it, which redials there; ranges this core drives that wait for it get a
+ * link now. 0 or -ENOMEM. */
+int vt_repl_core_set_peer(struct vt_repl_node *n, struct vt_core *core, const uint8_t node[16],
+                          const struct vt_cfg_hostport *addr) VT_MUST_USE;
 
 /* ---- per range, on its core ------------------------------------------------- */
 
@@ -170,6 +213,59 @@ void vt_repl_range_local_durable(struct vt_repl_range *rr);
 /* Shutdown: fails quorum waiters, stops timers; replica requests are
  * refused from now on. */
 void vt_repl_range_stop(struct vt_repl_range *rr);
+
+/* ---- runtime leadership, on the range's core (asserted) ------------------------ */
+
+/* How a promotion ended. */
+struct vt_repl_promote_result {
+    enum vt_repl_establish_kind kind; /* valid when rc == 0 */
+    int rc;             /* 0, or FAILED: -ESTALE (epoch refused), -EINPROGRESS, -EAGAIN
+                         * (range not open yet), -ECANCELED (demoted, stopped), a log code */
+    uint64_t epoch;
+    uint64_t boundary;  /* ESTABLISHED / LEADER_BEHIND */
+    uint32_t answered;  /* followers that answered the fence */
+    uint32_t rf;        /* the replica set */
+    const char *why;    /* static text, or NULL */
+};
+typedef void vt_repl_promote_cb(void *arg, const struct vt_repl_promote_result *r);
+
+/* Lead at `epoch`: refuse (-ESTALE) an epoch below the held one or released
+ * here; raise the held epoch durably (history (epoch, next_offset)); fence
+ * every follower at it, retrying for up to promote_timeout_ms; establish
+ * (vt_repl_establish). ESTABLISHED: HWM = max(current, boundary), the
+ * marker (if configured) is appended, produce is accepted. Anything else
+ * suspends at the epoch (produce refused retryably); a later promote at the
+ * same epoch verifies again. A verified leader promoted again at its epoch
+ * (a lease renewal) answers at once without verifying. `done` runs once, on
+ * this core (possibly before this returns). */
+void vt_repl_range_promote(struct vt_repl_range *rr, uint64_t epoch, vt_repl_promote_cb *done,
+                           void *arg);
+/* Stop leading now: waiting produce fails with NotLeader naming the known
+ * leader ("not the leader"), the epoch is released, and the range follows
+ * `rival` (NULL: unknown) once it fences at rival_epoch. */
+void vt_repl_range_demote(struct vt_repl_range *rr, uint64_t rival_epoch, const uint8_t *rival);
+/* The lease watcher's view: `leader` (NULL: no live lease) leads `epoch`
+ * (monotonic: a lower epoch is ignored, returning -ESTALE). Followers accept
+ * fences and appends only from that leader at that epoch; a leader that
+ * sees a higher epoch held by another node demotes. 0 otherwise. */
+int vt_repl_range_watch(struct vt_repl_range *rr, uint64_t epoch, const uint8_t *leader);
+/* Stop admitting produce; once every admitted produce was answered, the
+ * epoch is released, the range stays a leader-less replica (until watch or
+ * promote) and done(arg) runs on this core. Not leading: done at once. */
+void vt_repl_range_step_down(struct vt_repl_range *rr, void (*done)(void *arg), void *arg);
+
+/* A range's leadership, for status, metrics, readiness and NotLeader hints. */
+struct vt_repl_range_state {
+    enum vt_repl_role role;
+    bool stepping_down;
+    uint64_t held_epoch, view_epoch;
+    bool leader_known;
+    uint8_t leader[16];       /* the leader the view names (this node when it leads) */
+    char reason[160];         /* SUSPENDED: why */
+    uint64_t boundary;        /* of the last established promotion */
+    uint64_t promote_ms;      /* how long the last promotion took */
+};
+void vt_repl_range_state(const struct vt_repl_range *rr, struct vt_repl_range_state *out);
 
 /* ---- error classes: range-log codes -> wire codes ------------------------------
 

@@ -67,169 +67,13 @@ struct vt_rconn {
 };
 
 
-/* ---- setup (main thread) ------------------------------------------------------ */
-
-struct vt_repl_node *
-vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err, size_t err_len)
-{
-    VT_ASSERT(cfg->cores >= 1 && cfg->max_frame_bytes > 0 && cfg->metrics != NULL);
-    VT_ASSERT(cfg->server_tls != NULL && (cfg->n_peers == 0 || cfg->peers != NULL));
-    struct vt_repl_node *n = calloc(1, sizeof(*n));
-    if (n == NULL) {
-        snprintf(err, err_len, "out of memory");
-        return NULL;
-    }
-    n->cfg = *cfg;
-    n->peers = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*n->peers));
-    n->peer_cns = calloc(cfg->n_peers + 1, sizeof(char *));
-    n->cores = calloc(cfg->cores, sizeof(*n->cores));
-    if (n->peers == NULL || n->peer_cns == NULL || n->cores == NULL)
-        goto oom;
-    memcpy(n->peers, cfg->peers, cfg->n_peers * sizeof(*n->peers));
-    n->cfg.peers = n->peers;
-    for (uint32_t i = 0; i < cfg->n_peers; i++) {
-        char *s = malloc(37);
-        if (s == NULL)
-            goto oom;
-        vt_uuid_format(cfg->peers[i].node, s);
-        n->peer_cns[i] = s;
-    }
-    for (unsigned c = 0; c < cfg->cores; c++) {
-        n->cores[c] = calloc(1, sizeof(*n->cores[c]));
-        if (n->cores[c] == NULL)
-            goto oom;
-    }
-    n->peer_tls = vt_tls_ctx_new(&cfg->tls, false, err, err_len);
-    if (n->peer_tls == NULL)
-        goto fail;
-    vt_conn_policy_defaults(&n->peer_policy);
-    n->peer_policy.allowed_cns = (const char *const *)n->peer_cns;
-    n->peer_policy.n_allowed = cfg->n_peers;
-    n->peer_policy.connect_timeout_ms = (uint32_t)cfg->connect_timeout_ms;
-    uint32_t frame = cfg->max_frame_bytes;
-    n->peer_policy.in_buf_bytes = frame + 4096;
-    n->peer_policy.out_buf_max_bytes = 4 * frame > (16u << 20) ? 4 * frame : (16u << 20);
-    if (n->cfg.tls_refusals.m != NULL) /* the listener's refusals (outbound links ignore it) */
-        vt_tls_refusal_metrics_attach(&n->cfg.tls_refusals, &n->peer_policy);
-    return n;
-oom:
-    snprintf(err, err_len, "out of memory");
-fail:
-    vt_repl_node_free(n);
-    return NULL;
-}
-
-struct vt_repl_range *
-vt_repl_range_add(struct vt_repl_node *n, const struct vt_repl_range_config *c)
-{
-    VT_ASSERT(c->core < n->cfg.cores && c->pub != NULL);
-    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS && (c->leader || c->n_followers == 0));
-    for (uint32_t f = 0; f < c->n_followers; f++)
-        VT_ASSERT(c->follower_peer[f] < n->cfg.n_peers);
-    if (n->n_ranges == n->cap_ranges) {
-        uint32_t cap = n->cap_ranges ? 2 * n->cap_ranges : 16;
-        struct vt_repl_range **grown = realloc(n->ranges, cap * sizeof(*grown));
-        if (grown == NULL)
-            return NULL;
-        n->ranges = grown;
-        n->cap_ranges = cap;
-    }
-    struct vt_repl_range *rr = calloc(1, sizeof(*rr));
-    if (rr == NULL)
-        return NULL;
-    rr->n = n;
-    rr->idx = n->n_ranges;
-    rr->cfg = *c;
-    rr->epoch = c->fencing_epoch;
-    if (c->replicated && c->leader) {
-        rr->qw = vt_repl__qw_new();
-        if (rr->qw == NULL) {
-            free(rr);
-            return NULL;
-        }
-    }
-    n->ranges[n->n_ranges++] = rr;
-    return rr;
-}
-
-void
-vt_repl_node_free(struct vt_repl_node *n)
-{
-    if (n == NULL)
-        return;
-    for (uint32_t i = 0; i < n->n_ranges; i++)
-        vt_repl__range_free(n->ranges[i]);
-    free(n->ranges);
-    for (unsigned c = 0; n->cores && c < n->cfg.cores; c++) {
-        struct vt_repl_core *rc = n->cores[c];
-        if (rc == NULL)
-            continue;
-        for (uint32_t p = 0; rc->links && p < n->cfg.n_peers; p++)
-            free(rc->links[p]);
-        free(rc->links);
-        vt_listener_discard(rc->listener); /* its core closed it unless start-up failed */
-        free(rc->hist);
-        free(rc->buf);
-        free(rc);
-    }
-    free(n->cores);
-    if (n->peer_cns != NULL)
-        for (uint32_t i = 0; i < n->cfg.n_peers; i++)
-            free((void *)n->peer_cns[i]);
-    free(n->peer_cns);
-    free(n->peers);
-    vt_tls_ctx_free(n->peer_tls);
-    free(n);
-}
-
-uint32_t
-vt_repl_node_conns(const struct vt_repl_node *n)
-{
-    return atomic_load(&n->conns);
-}
-
-static struct vt_repl_core *
-rcore(struct vt_repl_node *n, struct vt_core *core)
-{
-    VT_ASSERT(vt_core_self() == core);
-    return n->cores[vt_core_id(core)];
-}
-
-struct vt_epoch_entry *
-vt_repl__hist(struct vt_repl_range *rr)
-{
-    return rr->n->cores[rr->cfg.core]->hist;
-}
-
-uint8_t *
-vt_repl__buf(struct vt_repl_range *rr)
-{
-    return rr->n->cores[rr->cfg.core]->buf;
-}
-
-struct vt_metrics_shard *
-vt_repl__shard(const struct vt_repl_range *rr)
-{
-    return vt_metrics_shard(rr->n->cfg.metrics, rr->cfg.core);
-}
-
-/* Index of the hosted range with this identity, or -1. Any thread (the
- * table is immutable after boot). */
-static int
-find_range(const struct vt_repl_node *n, const struct vt_range_ident *id)
-{
-    for (uint32_t i = 0; i < n->n_ranges; i++) {
-        if (vt_range_ident_equal(&n->ranges[i]->cfg.ident, id))
-            return (int)i;
-    }
-    return -1;
-}
+#define rcore vt_repl__rcore
 
 struct vt_peer_link *
 vt_repl__link(struct vt_repl_node *n, struct vt_core *core, uint32_t peer)
 {
     struct vt_repl_core *rc = rcore(n, core);
-    return rc->links == NULL ? NULL : rc->links[peer];
+    return peer < rc->n_peers ? rc->peers[peer].link : NULL;
 }
 
 bool
@@ -246,11 +90,10 @@ static void link_dial(struct vt_peer_link *l);
 static void
 link_event(struct vt_peer_link *l, enum vt_repl_link_event ev)
 {
-    struct vt_repl_node *n = l->n;
-    unsigned me = vt_core_id(l->core);
-    for (uint32_t i = 0; i < n->n_ranges; i++) {
-        struct vt_repl_range *rr = n->ranges[i];
-        if (rr->cfg.core == me && rr->cfg.leader && rr->cfg.n_followers > 0)
+    struct vt_repl_core *rc = rcore(l->n, l->core);
+    for (uint32_t i = 0; i < rc->n_slots; i++) {
+        struct vt_repl_range *rr = rc->ranges[i];
+        if (rr != NULL && rr->cfg.replicated)
             vt_repl__link_event(rr, l->peer, ev);
     }
 }
@@ -267,8 +110,9 @@ link_fail_pending(struct vt_peer_link *l)
         uint16_t kind = s->kind;
         s->request_id = 0;
         l->used--;
-        vt_repl__answer(l->n->ranges[tag.range_idx], &tag, kind, -ENOTCONN, 0, NULL,
-                        0);
+        struct vt_repl_range *rr = vt_repl__range_at(rcore(l->n, l->core), tag.slot, tag.serial);
+        if (rr != NULL)
+            vt_repl__answer(rr, &tag, kind, -ENOTCONN, 0, NULL, 0);
     }
 }
 
@@ -285,8 +129,9 @@ link_answer(struct vt_peer_link *l, const struct vt_frame *f)
     uint16_t kind = s->kind;
     s->request_id = 0;
     l->used--;
-    vt_repl__answer(l->n->ranges[tag.range_idx], &tag, kind, 0, f->kind, f->payload,
-                    f->payload_len);
+    struct vt_repl_range *rr = vt_repl__range_at(rcore(l->n, l->core), tag.slot, tag.serial);
+    if (rr != NULL) /* else the range was removed since */
+        vt_repl__answer(rr, &tag, kind, 0, f->kind, f->payload, f->payload_len);
 }
 
 static size_t
@@ -371,7 +216,9 @@ link_dial(struct vt_peer_link *l)
     VT_ASSERT(l == NULL || vt_core_self() == l->core);
     if (l->stopping || l->conn != NULL)
         return;
-    const struct vt_repl_peer *p = &l->n->peers[l->peer];
+    const struct vt_repl_cpeer *p = &rcore(l->n, l->core)->peers[l->peer];
+    if (!p->known)
+        return; /* vt_repl_core_set_peer dials once the address is known */
     char err[256];
     l->conn = vt_conn_connect(l->core, l->n->peer_tls, p->address.host, p->address.port, l->cn,
                               &l->n->peer_policy, &link_cbs, l, err, sizeof(err));
@@ -438,35 +285,71 @@ vt_repl__link_send(struct vt_peer_link *l, uint16_t kind, const uint8_t *payload
     return vt_repl__link_sendv(l, kind, &iov, len ? 1 : 0, tag);
 }
 
+/* This core's link to `peer`, made (and dialled) the first time a range
+ * it drives needs it. NULL when out of memory, stopping, or the peer's
+ * address is not known (that follower is absent until it is). */
+static struct vt_peer_link *
+link_make(struct vt_repl_node *n, struct vt_core *core, uint32_t p)
+{
+    struct vt_repl_core *rc = rcore(n, core);
+    VT_ASSERT(p < rc->n_peers);
+    struct vt_repl_cpeer *cp = &rc->peers[p];
+    if (cp->link != NULL)
+        return cp->link;
+    if (rc->stopping || !rc->started || !cp->known)
+        return NULL;
+    struct vt_peer_link *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return NULL;
+    unsigned me = vt_core_id(core);
+    l->n = n;
+    l->core = core;
+    l->peer = p;
+    memcpy(l->cn, cp->cn, sizeof(l->cn));
+    vt_backoff_init(&l->backoff, RECONNECT_BASE_MS, RECONNECT_MAX_MS, (uint64_t)me * 7919u + p);
+    vt_timer_init(&l->retry, link_on_retry, l);
+    cp->link = l;
+    link_dial(l);
+    return l;
+}
+
+void
+vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer)
+{
+    struct vt_repl_core *rc = rcore(n, core);
+    if (link_make(n, core, peer) == NULL && rc->peers[peer].known && !rc->stopping)
+        VT_WARN_RL(5000, "replica link to %s: out of memory", rc->peers[peer].cn);
+}
+
+void
+vt_repl__link_redial(struct vt_peer_link *l)
+{
+    VT_ASSERT(vt_core_self() == l->core);
+    if (l->conn != NULL) /* link_on_close re-arms the retry, which dials the new address */
+        vt_conn_close(l->conn, "the peer's address changed");
+    else if (!l->stopping)
+        vt_timer_arm(l->core, &l->retry, 1);
+}
+
+void
+vt_repl__link_free(struct vt_peer_link *l)
+{
+    free(l);
+}
+
 static int
 links_start(struct vt_repl_node *n, struct vt_core *core, struct vt_repl_core *rc)
 {
-    uint32_t np = n->cfg.n_peers;
-    rc->links = calloc(np ? np : 1, sizeof(*rc->links));
-    if (rc->links == NULL)
-        return -ENOMEM;
-    unsigned me = vt_core_id(core);
-    for (uint32_t i = 0; i < n->n_ranges; i++) {
-        const struct vt_repl_range_config *rc_cfg = &n->ranges[i]->cfg;
-        if (rc_cfg->core != me || !rc_cfg->leader)
+    rc->started = true;
+    /* a static leader's links come up early; every other link is made on
+     * demand when a promotion needs it */
+    for (uint32_t i = 0; i < rc->n_slots; i++) {
+        const struct vt_repl_range *rr = rc->ranges[i];
+        if (rr == NULL || !rr->cfg.replicated || rr->cfg.leases || !rr->cfg.leader)
             continue;
-        for (uint32_t f = 0; f < rc_cfg->n_followers; f++) {
-            uint32_t p = rc_cfg->follower_peer[f];
-            if (rc->links[p] != NULL)
-                continue;
-            struct vt_peer_link *l = calloc(1, sizeof(*l));
-            if (l == NULL)
+        for (uint32_t f = 0; f < rr->cfg.n_followers; f++)
+            if (link_make(n, core, rr->fpeer[f]) == NULL && rc->peers[rr->fpeer[f]].known)
                 return -ENOMEM;
-            l->n = n;
-            l->core = core;
-            l->peer = p;
-            vt_uuid_format(n->peers[p].node, l->cn);
-            vt_backoff_init(&l->backoff, RECONNECT_BASE_MS, RECONNECT_MAX_MS,
-                            (uint64_t)me * 7919u + p);
-            vt_timer_init(&l->retry, link_on_retry, l);
-            rc->links[p] = l;
-            link_dial(l);
-        }
     }
     return 0;
 }
@@ -561,13 +444,29 @@ vt_repl__rreq_error(struct vt_core *core, struct vt_rreq *r, uint16_t code, cons
     vt_repl__rreq_answer(core, r);
 }
 
+/* On the range's owner core: find it in this core's table, then serve. */
+static void
+rreq_route(struct vt_core *core, struct vt_rreq *r)
+{
+    r->rr = vt_repl__range_find(rcore(r->n, core), &r->ident);
+    if (r->rr != NULL) {
+        vt_repl__serve(core, r);
+        return;
+    }
+    if (r->kind == VT_K_REPL_HWM) {
+        vt_repl__rreq_answer(core, r); /* no answer, as for every HWM update */
+        return;
+    }
+    vt_repl__rreq_error(core, r, VT_REPL_E_WRONG_RANGE, "this node does not host the range");
+}
+
 static void
 rreq_on_call(struct vt_core *core, const struct vt_msg *m)
 {
     struct vt_rreq *r = m->ptr;
     r->remote = true;
     r->call = *m;
-    vt_repl__serve(core, r);
+    rreq_route(core, r);
 }
 
 /* Routes one request frame to its range's core. */
@@ -582,13 +481,6 @@ rconn_dispatch(struct vt_rconn *c, const struct vt_frame *f)
         rconn_error(c, f->request_id, VT_REPL_E_INVALID_REQUEST, why);
         return;
     }
-    int idx = find_range(c->n, &id);
-    if (idx < 0) {
-        if (f->kind != VT_K_REPL_HWM)
-            rconn_error(c, f->request_id, VT_REPL_E_WRONG_RANGE,
-                        "this node does not host the range");
-        return;
-    }
     struct vt_rreq *r = calloc(1, sizeof(*r));
     uint8_t *copy = f->payload_len ? malloc(f->payload_len) : NULL;
     if (r == NULL || (f->payload_len && copy == NULL)) {
@@ -600,13 +492,14 @@ rconn_dispatch(struct vt_rconn *c, const struct vt_frame *f)
     if (f->payload_len)
         memcpy(copy, f->payload, f->payload_len);
     *r = (struct vt_rreq){.n = c->n, .rc = c, .request_id = f->request_id, .kind = f->kind,
-                          .range_idx = (uint32_t)idx, .payload = copy, .len = f->payload_len};
+                          .ident = id, .payload = copy, .len = f->payload_len};
     memcpy(r->peer_uuid, c->peer_uuid, 16);
     c->outstanding++;
     c->outstanding_bytes += r->len;
-    unsigned owner = c->n->ranges[idx]->cfg.core;
+    /* the owner core is a function of the identity: no shared table */
+    unsigned owner = vt_range_ident_core(&id, c->n->cfg.cores);
     if (owner == vt_core_id(c->core)) {
-        vt_repl__serve(c->core, r);
+        rreq_route(c->core, r);
         return;
     }
     struct vt_msg m = {.fn = rreq_on_call, .ptr = r};
@@ -756,8 +649,8 @@ vt_repl_core_stop(struct vt_repl_node *n, struct vt_core *core)
         vt_listener_close(rc->listener);
         rc->listener = NULL;
     }
-    for (uint32_t p = 0; rc->links && p < n->cfg.n_peers; p++) {
-        struct vt_peer_link *l = rc->links[p];
+    for (uint32_t p = 0; p < rc->n_peers; p++) {
+        struct vt_peer_link *l = rc->peers[p].link;
         if (l == NULL)
             continue;
         l->stopping = true;

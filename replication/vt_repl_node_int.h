@@ -17,11 +17,28 @@
 struct vt_peer_link;
 struct vt_rconn;
 
-/* owner: its core */
+/* A peer node as one core knows it (its copy of the peer table; the host
+ * broadcasts changes with vt_repl_core_set_peer). Entries are never
+ * removed, so an index stays valid. owner: its core (filled by the main
+ * thread before the runtime starts) */
+struct vt_repl_cpeer {
+    uint8_t node[16];
+    char cn[37];                     /* the node UUID: the certificate CN expected */
+    struct vt_cfg_hostport address;
+    bool known;                      /* the address is known: the peer can be dialled */
+    struct vt_peer_link *link;       /* made on demand by a range this core drives */
+};
+
+/* owner: its core (the main thread before the runtime starts and after it stopped) */
 struct vt_repl_core {
     struct vt_core *core;
     struct vt_listener *listener;
-    struct vt_peer_link **links; /* [n_peers], NULL where this core leads nothing with it */
+    struct vt_repl_cpeer *peers;     /* this core's peer table */
+    uint32_t n_peers, cap_peers;
+    struct vt_repl_range **ranges;   /* the ranges this core owns, by slot (NULL: free) */
+    uint32_t n_slots, cap_slots;
+    uint64_t next_serial;            /* identifies a slot's occupant across reuse */
+    bool started;
     struct vt_rconn *conns;
     uint32_t n_conns;
     bool stopping;
@@ -36,12 +53,10 @@ struct vt_repl_core {
 /* immutable after boot (the counters excepted) */
 struct vt_repl_node {
     struct vt_repl_node_config cfg; /* cfg.peers points at `peers` */
-    struct vt_repl_peer *peers;
+    struct vt_repl_peer *peers;     /* the boot peers (each core copies them) */
     struct vt_tls_ctx *peer_tls;    /* client context for links */
     struct vt_conn_policy peer_policy;
-    const char **peer_cns;          /* peer node UUIDs (the replica allowlist) */
-    struct vt_repl_range **ranges;  /* every hosted range, by registration order */
-    uint32_t n_ranges, cap_ranges;
+    const char **peer_cns;          /* the boot peers' UUIDs (the static allowlist) */
     struct vt_repl_core **cores;    /* [cfg.cores]; each owned by its core */
     _Atomic uint32_t conns;         /* open replica connections, all cores */
 };
@@ -50,18 +65,42 @@ enum vt_repl_rstate { VT_RR_OPENING = 0, VT_RR_READY, VT_RR_DOWN };
 
 struct vt_repl_qwait;
 
+/* A running promotion (vt_repl_promote.c). owner: the range's core */
+struct vt_repl_promotion {
+    uint64_t epoch;
+    uint64_t started_ns, deadline_ns;
+    bool raised;                 /* the held epoch is durably `epoch` */
+    struct vt_repl_probe probe[VT_REPL_MAX_FOLLOWERS];
+    vt_repl_promote_cb *done;
+    void *arg;
+};
+
 /* cfg: immutable after boot; the rest owner: cfg.core */
 struct vt_repl_range {
     struct vt_repl_node *n;
-    uint32_t idx;                /* in n->ranges */
+    uint32_t slot;               /* in its core's table */
+    uint64_t serial;             /* its occupancy of that slot */
     struct vt_repl_range_config cfg;
+    uint32_t fpeer[VT_REPL_MAX_FOLLOWERS]; /* followers in the core's peer table */
     struct vt_core *core;        /* set when the log opened */
     struct vt_rlog *log;
     int state;                   /* enum vt_repl_rstate */
     uint64_t epoch;              /* the epoch this node writes (leader) or holds (follower) */
-    struct vt_repl_leader *lead; /* leader only */
-    uint64_t hwm_raw;            /* follower: the highest HWM its leader sent */
-    bool deposed, stopped;
+    struct vt_repl_lead_state ls; /* role and lease view */
+    struct vt_repl_leader *lead; /* promoting / leader: the per-follower driver */
+    uint64_t lead_inc;           /* bumped with every new driver (answers carry it) */
+    uint64_t hwm_raw;            /* the highest HWM this replica learned or declared */
+    uint64_t hwm_floor;          /* leader: max(inherited HWM, boundary) at establish */
+    uint64_t marker_end;         /* leader: end of this epoch's marker; 0 none */
+    bool stopped, stepping;
+    bool ready_pending;          /* a static leader calls ready once its epoch is raised */
+    struct vt_repl_promotion pr; /* valid while ls.role == PROMOTING */
+    char reason[160];            /* suspended: why */
+    uint16_t suspend_code;       /* suspended: the code produce is refused with */
+    bool retry_static;           /* suspended by a failed verification: a static leader retries */
+    uint64_t boundary, promote_ms, admitted;
+    void (*sd_done)(void *arg);  /* step-down waiting for `admitted` to drain */
+    void *sd_arg;
     void (*ready)(void *arg);
     void *ready_arg;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
@@ -73,14 +112,16 @@ struct vt_repl_range {
 
 /* What a request was for; handed back with its answer. */
 struct vt_peer_req_tag {
-    uint32_t range_idx;
+    uint32_t slot;     /* the range's slot in the sending core's table */
+    uint64_t serial;   /* and its occupant */
     uint32_t follower;
     uint64_t gen;
+    uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
 };
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
 
-/* This core's link to peer `peer` (index in the node's peers), or NULL. */
+/* This core's link to peer `peer` (index in the core's peer table), or NULL. */
 struct vt_peer_link *vt_repl__link(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
 bool vt_repl__link_up(const struct vt_peer_link *l);
 /* Sends one request frame; its answer comes back through vt_repl__answer.
@@ -99,7 +140,8 @@ struct vt_rreq {
     struct vt_rconn *rc;       /* the connection it came on (origin core only) */
     uint64_t request_id;
     uint16_t kind;
-    uint32_t range_idx;
+    struct vt_range_ident ident; /* the range it names */
+    struct vt_repl_range *rr;  /* resolved on the range's core */
     uint8_t peer_uuid[16];     /* the authenticated sender */
     uint8_t *payload;          /* a copy, owned by the request */
     size_t len;
@@ -131,10 +173,48 @@ void vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag
 void vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_event ev);
 /* Follower side: a replica-plane request for this range (range core). */
 void vt_repl__serve(struct vt_core *c, struct vt_rreq *r);
-/* The quorum-waiter ring of a led range (main thread), NULL when out of memory. */
+/* The quorum-waiter ring of a led range, NULL when out of memory. */
 struct vt_repl_qwait *vt_repl__qw_new(void);
-/* Free a range (main thread). */
+/* Leader driver of a promotion (vt_repl_range.c): a fresh one at the log's
+ * end; every live link is fenced. 0 or -ENOMEM. */
+int vt_repl__lead_start(struct vt_repl_range *rr) VT_MUST_USE;
+/* Fails every quorum waiter with code/why (the driver stays). */
+void vt_repl__qw_fail(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* Drops the driver (and fails quorum waiters with code/why). */
+void vt_repl__lead_stop(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* vt_repl_promote.c: a follower answered the promotion's fence. */
+void vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, uint64_t durable);
+/* vt_repl_promote.c: the tick (deadline, static re-promotion). */
+void vt_repl__promote_tick(struct vt_repl_range *rr);
+/* vt_repl_promote.c: the range's log opened: static start. */
+void vt_repl__lead_open(struct vt_repl_range *rr);
+/* vt_repl_promote.c: a verified leader cannot go on (follower holds a newer
+ * epoch, lost batch): suspend with `why`, waiters fail with `code`. */
+void vt_repl__suspend(struct vt_repl_range *rr, uint16_t code, const char *why);
+/* vt_repl_promote.c: an admitted produce was answered (step-down drain). */
+void vt_repl__admitted_done(struct vt_repl_range *rr);
+/* The HWM a verified leader declares (floor and marker rule). */
+uint64_t vt_repl__leader_hwm(const struct vt_repl_range *rr);
+/* Makes sure this core has a link to `peer` (dialling it). */
+void vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
+void vt_repl__publish_role(struct vt_repl_range *rr);
+/* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
+
+/* ---- the per-core tables (vt_repl_table.c) ----------------------------------------- */
+
+/* The core's range at slot/serial (a tag's), or NULL (removed since). */
+struct vt_repl_range *vt_repl__range_at(struct vt_repl_core *rc, uint32_t slot, uint64_t serial);
+/* The core's range with this identity, or NULL. */
+struct vt_repl_range *vt_repl__range_find(struct vt_repl_core *rc, const struct vt_range_ident *id);
+/* The index of `node` in the core's peer table, adding it (address
+ * unknown) if new. -ENOMEM. */
+int vt_repl__peer_index(struct vt_repl_core *rc, const uint8_t node[16]) VT_MUST_USE;
+/* The core of `n` this thread is (asserted). */
+struct vt_repl_core *vt_repl__rcore(struct vt_repl_node *n, struct vt_core *core);
+/* vt_repl_link.c: the link's peer moved to a new address: close and redial. */
+void vt_repl__link_redial(struct vt_peer_link *l);
+void vt_repl__link_free(struct vt_peer_link *l);
 
 /* The range core's scratch (see struct vt_repl_core). */
 struct vt_epoch_entry *vt_repl__hist(struct vt_repl_range *rr);

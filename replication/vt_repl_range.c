@@ -1,11 +1,11 @@
 /* The leader half of a replicated range on its core (see vt_repl_host.h):
  * the quorum produce path around struct vt_repl_leader, what the leader
  * driver asks for (sends, catch-up reads), the followers' answers, and the
- * start of a range's replication once its log is open. Leadership is
- * static (the config names the leader) until leases exist; every leader
- * incarnation writes under a fresh fencing epoch, recorded durably before
- * its first write, so a restarted leader can never write "the same offset
- * with a different record" under an epoch its followers already hold. */
+ * driver's start and stop. Who leads and when (promotion, demotion, the
+ * lease view) is vt_repl_promote.c; every promotion writes under an epoch
+ * recorded durably before its first write, so a leader can never write
+ * "the same offset with a different record" under an epoch its followers
+ * already hold. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,16 +53,27 @@ vt_repl_range_epoch(const struct vt_repl_range *rr)
 }
 
 uint64_t
+vt_repl__leader_hwm(const struct vt_repl_range *rr)
+{
+    uint64_t h = vt_repl_leader_hwm(rr->lead);
+    /* Prior-epoch records commit under the new epoch only: counting
+     * replicas may pass the boundary once the marker is on a quorum. */
+    if (rr->marker_end != 0 && h < rr->marker_end)
+        return rr->hwm_floor;
+    return h > rr->hwm_floor ? h : rr->hwm_floor;
+}
+
+uint64_t
 vt_repl_range_hwm(const struct vt_repl_range *rr)
 {
     if (rr->log == NULL || rr->stopped) /* not open yet, or closing */
         return atomic_load_explicit(&rr->cfg.pub->hwm, memory_order_relaxed);
     VT_REPL_OWNED(rr);
+    if (rr->lead != NULL && rr->ls.role == VT_REPL_ROLE_LEADER)
+        return vt_repl__leader_hwm(rr);
+    /* following, promoting, suspended: what this replica learned, clamped
+     * to what it holds durably */
     uint64_t committed = vt_rlog_committed(rr->log);
-    if (rr->lead != NULL)
-        return vt_repl_leader_hwm(rr->lead);
-    if (rr->cfg.leader)
-        return 0; /* a leader still starting its epoch serves nothing yet */
     return rr->hwm_raw < committed ? rr->hwm_raw : committed;
 }
 
@@ -73,10 +84,10 @@ vt_repl_range_retain_floor(const struct vt_repl_range *rr)
     if (rr->state != VT_RR_READY || rr->log == NULL || rr->stopped)
         return 0;
     uint64_t floor = vt_repl_range_hwm(rr);
-    if (!rr->cfg.leader)
+    if (rr->ls.role == VT_REPL_ROLE_FOLLOWER)
         return floor;
     if (rr->lead == NULL)
-        return 0; /* deposed before it led: keep everything */
+        return 0; /* suspended or not started: keep everything */
     for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
         struct vt_repl_follower_view v;
         vt_repl_leader_view(rr->lead, f, &v);
@@ -153,6 +164,7 @@ qw_complete(struct vt_repl_range *rr, uint64_t hwm)
         rr->qw_head = (rr->qw_head + 1) % QW_CAP;
         rr->qw_n--;
         w_ok(rr->core, w, hwm);
+        vt_repl__admitted_done(rr);
     }
 }
 
@@ -164,13 +176,20 @@ qw_fail_all(struct vt_repl_range *rr, uint16_t code, const char *why)
         rr->qw_head = (rr->qw_head + 1) % QW_CAP;
         rr->qw_n--;
         w_fail(rr->core, w, code, "%s", why);
+        vt_repl__admitted_done(rr);
     }
+}
+
+void
+vt_repl__qw_fail(struct vt_repl_range *rr, uint16_t code, const char *why)
+{
+    qw_fail_all(rr, code, why);
 }
 
 static struct vt_peer_link *
 link_of(struct vt_repl_range *rr, uint32_t f)
 {
-    return vt_repl__link(rr->n, rr->core, rr->cfg.follower_peer[f]);
+    return vt_repl__link(rr->n, rr->core, rr->fpeer[f]);
 }
 
 static void
@@ -190,10 +209,13 @@ on_tick(struct vt_core *core, struct vt_timer *t)
                "acknowledged; retry (the producer's sequence makes a retry safe)",
                (unsigned long long)tmo, (unsigned long long)vt_repl_range_hwm(rr),
                (unsigned long long)q->end);
+        vt_repl__admitted_done(rr);
     }
     /* A follower whose fence failed (still recovering, storage trouble)
      * is fenced again while its link is up. */
-    for (uint32_t f = 0; rr->lead != NULL && !rr->deposed && f < rr->cfg.n_followers; f++) {
+    bool driving = rr->lead != NULL && (rr->ls.role == VT_REPL_ROLE_LEADER ||
+                                        rr->ls.role == VT_REPL_ROLE_PROMOTING);
+    for (uint32_t f = 0; driving && f < rr->cfg.n_followers; f++) {
         struct vt_repl_follower_view v;
         vt_repl_leader_view(rr->lead, f, &v);
         if (v.state == VT_REPL_F_DOWN && vt_repl__link_up(link_of(rr, f))) {
@@ -203,8 +225,9 @@ on_tick(struct vt_core *core, struct vt_timer *t)
     }
     /* a catch-up read refused earlier (-EAGAIN: reads or I/O queue full) is
      * retried here even when nothing else happens on the range */
-    if (rr->lead != NULL && !rr->deposed)
+    if (driving)
         vt_repl_leader_pump(rr->lead);
+    vt_repl__promote_tick(rr);
     publish_followers(rr);
     if (!rr->stopped)
         vt_timer_arm(core, &rr->tick, TICK_MS);
@@ -220,10 +243,12 @@ on_local_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     VT_REPL_OWNED(rr);
     if (rc == -ESTALE) {
         w_fail(rr->core, w, VT_E_FENCED, "fenced while the write was in flight");
+        vt_repl__admitted_done(rr);
         return;
     }
     if (rc != 0) {
         w_fail(rr->core, w, VT_E_STORAGE, "range cannot write: %s", strerror(-rc));
+        vt_repl__admitted_done(rr);
         return;
     }
     if (!w->duplicate)
@@ -232,16 +257,64 @@ on_local_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
     uint64_t hwm = vt_repl_range_hwm(rr);
     if (end <= hwm) {
         w_ok(rr->core, w, hwm);
+        vt_repl__admitted_done(rr);
+        return;
+    }
+    if (rr->ls.role != VT_REPL_ROLE_LEADER || rr->lead == NULL || rr->qw == NULL) {
+        w_fail(rr->core, w, VT_E_STORAGE, "this replica stopped leading while the write was "
+               "in flight: not acknowledged; retry (the producer's sequence makes it safe)");
+        vt_repl__admitted_done(rr);
         return;
     }
     if (rr->qw_n == QW_CAP) {
         w_fail(rr->core, w, VT_E_OVERLOADED, "too many writes awaiting the quorum");
+        vt_repl__admitted_done(rr);
         return;
     }
     uint64_t tmo = rr->n->cfg.quorum_timeout_ms;
     rr->qw[(rr->qw_head + rr->qw_n) % QW_CAP] = (struct vt_repl_qwait){
         .end = end, .deadline_ns = vt_clock_mono_ns() + tmo * 1000000ull, .w = w};
     rr->qw_n++;
+}
+
+/* Refuses (answering w) a produce this replica may not take now. */
+static bool
+produce_admissible(struct vt_repl_range *rr, struct vt_core *c, struct vt_repl_waiter *w)
+{
+    const char *topic = rr->cfg.ident.topic;
+    unsigned long long e = (unsigned long long)rr->epoch;
+    switch (rr->ls.role) {
+    case VT_REPL_ROLE_FOLLOWER: {
+        if (!rr->ls.view_known) {
+            w_fail(c, w, VT_E_NOT_LEADER, "not the leader: this node follows range %s and "
+                   "knows no live leader (lease view epoch %llu)", topic,
+                   (unsigned long long)rr->ls.view_epoch);
+            return false;
+        }
+        char id[37];
+        vt_uuid_format(rr->ls.view_leader, id);
+        w_fail(c, w, VT_E_NOT_LEADER, "this node follows range %s; its leader is node %s",
+               topic, id);
+        return false;
+    }
+    case VT_REPL_ROLE_PROMOTING:
+        w_fail(c, w, VT_E_STORAGE, "range %s: leader is verifying its followers at epoch %llu; "
+               "retry", topic, e);
+        return false;
+    case VT_REPL_ROLE_SUSPENDED:
+        w_fail(c, w, rr->suspend_code ? rr->suspend_code : VT_E_STORAGE,
+               "range %s: leader suspended at epoch %llu (%s)%s", topic, e, rr->reason,
+               rr->suspend_code == VT_E_FENCED ? "" : "; retry");
+        return false;
+    case VT_REPL_ROLE_LEADER:
+        break;
+    }
+    if (rr->stepping || rr->lead == NULL) {
+        w_fail(c, w, VT_E_STORAGE, "range %s: leader is stepping down at epoch %llu; retry",
+               topic, e);
+        return false;
+    }
+    return true;
 }
 
 void
@@ -252,38 +325,30 @@ vt_repl_range_produce(struct vt_repl_range *rr, struct vt_core *c, uint8_t *batc
     VT_ASSERT(rr->cfg.replicated && w->done != NULL && w->records > 0);
     w->rr = rr;
     w->duplicate = 0;
-    if (!rr->cfg.leader) {
-        char id[37];
-        vt_uuid_format(rr->cfg.leader_uuid, id);
-        w_fail(c, w, VT_E_WRONG_RANGE, "this node follows range %s; its leader is node %s",
-               rr->cfg.ident.topic, id);
+    if (!produce_admissible(rr, c, w))
         return;
-    }
-    if (rr->deposed || rr->lead == NULL) {
-        w_fail(c, w, rr->deposed ? VT_E_FENCED : VT_E_STORAGE, "%s",
-               rr->deposed ? "this leader was fenced by a follower holding a newer epoch"
-                           : "leader is still fencing its followers");
-        return;
-    }
     uint64_t base = 0;
     int rc = vt_rlog_append(rr->log, batch, batch_len, rr->epoch, on_local_durable, w, &base);
     if (rc == VT_RLOG_APPENDED) {
+        rr->admitted++;
         int arc = vt_repl_leader_append(rr->lead, base, base + w->records, batch, batch_len);
         if (arc != 0) {
             /* The stream to the followers lost a batch: stop leading rather
              * than replicate a log with a hole (the waiter answers). */
             VT_ERROR("range %s: replication buffer failed (%s): leader stops accepting writes",
                      rr->cfg.ident.topic, strerror(-arc));
-            rr->deposed = true;
+            vt_repl__suspend(rr, VT_E_STORAGE, "the replication buffer lost a batch");
         }
         return;
     }
     if (rc == VT_RLOG_DUPLICATE) {
         w->duplicate = 1;
         w->base_offset = base;
+        rr->admitted++; /* before: the callback may run at once */
         rc = vt_rlog_when_durable(rr->log, base + w->records, on_local_durable, w);
         if (rc == 0)
             return;
+        rr->admitted--;
     }
     w_refuse(c, w, rc);
 }
@@ -310,7 +375,8 @@ op_send_append(void *arg, uint32_t f, uint64_t gen, uint64_t base, uint64_t end,
     all[0] = (struct iovec){head, w.len};
     for (int i = 0; i < iovcnt; i++)
         all[i + 1] = iov[i];
-    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen};
+    struct vt_peer_req_tag tag = {.slot = rr->slot, .serial = rr->serial, .follower = f, .gen = gen,
+                                  .inc = rr->lead_inc};
     return vt_repl__link_sendv(link_of(rr, f), VT_K_REPL_APPEND, all, iovcnt + 1, &tag);
 }
 
@@ -330,7 +396,8 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     vt_wr_init(&w, buf, VT_REPL_SCRATCH_BYTES);
     vt_repl_encode_fence(&w, &m);
     VT_ASSERT(vt_wr_ok(&w));
-    struct vt_peer_req_tag tag = {.range_idx = rr->idx, .follower = f, .gen = gen};
+    struct vt_peer_req_tag tag = {.slot = rr->slot, .serial = rr->serial, .follower = f, .gen = gen,
+                                  .inc = rr->lead_inc};
     return vt_repl__link_send(link_of(rr, f), VT_K_REPL_FENCE, buf, w.len, &tag);
 }
 
@@ -353,7 +420,7 @@ op_send_hwm(void *arg, uint32_t f, uint64_t hwm)
 struct catchup {
     struct vt_repl_range *rr;
     uint32_t f;
-    uint64_t gen;
+    uint64_t gen, inc;
 };
 
 static void
@@ -364,7 +431,7 @@ on_catchup_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint6
     struct catchup *cu = arg;
     struct vt_repl_range *rr = cu->rr;
     VT_REPL_OWNED(rr);
-    if (rr->lead != NULL)
+    if (rr->lead != NULL && cu->inc == rr->lead_inc)
         vt_repl_leader_on_read(rr->lead, cu->f, cu->gen, rc, buf, len, next);
     free(cu);
 }
@@ -377,7 +444,7 @@ op_read_log(void *arg, uint32_t f, uint64_t gen, uint64_t from, uint64_t to, siz
     struct catchup *cu = malloc(sizeof(*cu));
     if (cu == NULL)
         return -EAGAIN;
-    *cu = (struct catchup){.rr = rr, .f = f, .gen = gen};
+    *cu = (struct catchup){.rr = rr, .f = f, .gen = gen, .inc = rr->lead_inc};
     int rc = vt_rlog_read(rr->log, from, to, cap, NULL, on_catchup_read, cu);
     if (rc != 0)
         free(cu);
@@ -389,8 +456,14 @@ op_on_hwm(void *arg, uint64_t hwm)
 {
     struct vt_repl_range *rr = arg;
     VT_REPL_OWNED(rr);
-    atomic_store_explicit(&rr->cfg.pub->hwm, hwm, memory_order_relaxed);
-    qw_complete(rr, hwm);
+    (void)hwm; /* the driver's count; the declared HWM also obeys the floor and marker */
+    if (rr->ls.role != VT_REPL_ROLE_LEADER)
+        return;
+    uint64_t h = vt_repl__leader_hwm(rr);
+    if (h > rr->hwm_raw)
+        rr->hwm_raw = h;
+    atomic_store_explicit(&rr->cfg.pub->hwm, h, memory_order_relaxed);
+    qw_complete(rr, h);
 }
 
 static void
@@ -399,12 +472,22 @@ op_on_deposed(void *arg, uint32_t f)
     struct vt_repl_range *rr = arg;
     VT_REPL_OWNED(rr);
     char id[37];
-    vt_uuid_format(rr->n->peers[rr->cfg.follower_peer[f]].node, id);
+    vt_uuid_format(rr->cfg.follower_node[f], id);
+    if (rr->ls.role != VT_REPL_ROLE_LEADER)
+        return; /* promoting: that follower is absent from the verification */
+    if (rr->cfg.leases) {
+        /* A refusal is a miss, not a demotion: that follower answers to a
+         * newer lease view. Only a rival grant (demote, watch) or the loss
+         * of the lease stops this leader; the tick keeps fencing it. */
+        VT_WARN_RL(1000, "range %s: follower %s refuses epoch %llu (Fenced): it does not count "
+                   "until it accepts this leader", rr->cfg.ident.topic, id,
+                   (unsigned long long)rr->epoch);
+        return;
+    }
     VT_ERROR("range %s: follower %s holds a newer epoch than ours (%llu): this leader is "
-             "deposed and refuses writes", rr->cfg.ident.topic, id,
+             "suspended and refuses writes", rr->cfg.ident.topic, id,
              (unsigned long long)rr->epoch);
-    rr->deposed = true;
-    qw_fail_all(rr, VT_E_FENCED, "leader deposed: a follower holds a newer epoch");
+    vt_repl__suspend(rr, VT_E_FENCED, "a follower holds a newer epoch");
 }
 
 static const struct vt_repl_leader_ops leader_ops = {
@@ -424,7 +507,7 @@ vt_repl_range_local_durable(struct vt_repl_range *rr)
     VT_REPL_OWNED(rr);
     if (rr->lead != NULL)
         vt_repl_leader_local_durable(rr->lead, vt_rlog_committed(rr->log));
-    else if (!rr->cfg.leader) /* a follower's HWM is clamped to what it has durable */
+    else /* a follower's HWM is clamped to what it has durable */
         atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
 }
 
@@ -452,7 +535,7 @@ void
 vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uint16_t sent_kind,
                 int rc, uint16_t kind, const uint8_t *payload, size_t len)
 {
-    if (rr->lead == NULL || rr->stopped || rr->log == NULL)
+    if (rr->lead == NULL || rr->stopped || rr->log == NULL || tag->inc != rr->lead_inc)
         return;
     VT_REPL_OWNED(rr);
     uint32_t f = tag->follower;
@@ -470,6 +553,8 @@ vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uin
             vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.truncated, m.truncated_records);
         vt_repl_leader_on_fence(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0,
                                 rc == 0 ? m.next_offset : 0, rc == 0 ? m.truncated_records : 0);
+        if (rc == 0 && rr->lead != NULL)
+            vt_repl__promote_probe(rr, f, m.durable);
     } else if (sent_kind == VT_K_REPL_APPEND) {
         struct vt_repl_append_resp m;
         if (rc == 0 && kind == VT_K_REPL_APPEND_RESP)
@@ -488,7 +573,7 @@ vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_e
 {
     VT_REPL_OWNED(rr);
     for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
-        if (rr->cfg.follower_peer[f] != peer)
+        if (rr->fpeer[f] != peer)
             continue;
         atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, ev != VT_REPL_LINK_DOWN,
                               memory_order_relaxed);
@@ -507,28 +592,17 @@ vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_link_e
         publish_followers(rr);
 }
 
-/* ---- starting ------------------------------------------------------------------------ */
+/* ---- the driver's start and stop ------------------------------------------------------ */
 
-static void
-range_ready(struct vt_repl_range *rr)
+int
+vt_repl__lead_start(struct vt_repl_range *rr)
 {
-    rr->state = VT_RR_READY;
-    rr->ready(rr->ready_arg);
-}
-
-static void
-leader_begun(struct vt_rlog *l, int rc, void *arg)
-{
-    struct vt_repl_range *rr = arg;
     VT_REPL_OWNED(rr);
-    if (rc != 0) {
-        VT_ERROR("range %s: cannot start fencing epoch %llu: %s", rr->cfg.ident.topic,
-                 (unsigned long long)rr->epoch, strerror(-rc));
-        rr->deposed = true;
-        range_ready(rr);
-        return;
-    }
+    VT_ASSERT(rr->lead == NULL && rr->log != NULL);
     const struct vt_repl_node_config *nc = &rr->n->cfg;
+    if (rr->qw == NULL && (rr->qw = vt_repl__qw_new()) == NULL)
+        return -ENOMEM;
+    VT_ASSERT(rr->cfg.n_followers >= 1);
     struct vt_repl_leader_config lc = {
         .n_followers = rr->cfg.n_followers,
         .window_requests = nc->window_requests,
@@ -537,26 +611,37 @@ leader_begun(struct vt_rlog *l, int rc, void *arg)
         .shared_bytes = &rr->n->cores[rr->cfg.core]->retransmit_bytes,
         .shared_limit = nc->retransmit_core_bytes,
         .max_request_bytes = nc->max_batch_bytes};
-    rr->lead = vt_repl_leader_new(&lc, &leader_ops, rr, vt_rlog_next_offset(l),
-                                  vt_rlog_committed(l));
-    if (rr->lead == NULL) {
-        VT_ERROR("range %s: out of memory starting replication", rr->cfg.ident.topic);
-        rr->deposed = true;
-        range_ready(rr);
-        return;
-    }
-    VT_INFO("range %s: leading at fencing epoch %llu from offset %llu with %u followers",
-            rr->cfg.ident.topic, (unsigned long long)rr->epoch,
-            (unsigned long long)vt_rlog_next_offset(l), rr->cfg.n_followers);
-    atomic_store(&rr->cfg.pub->epoch, rr->epoch);
-    for (uint32_t f = 0; f < rr->cfg.n_followers; f++)
+    rr->lead_inc++;
+    rr->lead = vt_repl_leader_new(&lc, &leader_ops, rr, vt_rlog_next_offset(rr->log),
+                                  vt_rlog_committed(rr->log));
+    if (rr->lead == NULL)
+        return -ENOMEM;
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        vt_repl__link_ensure(rr->n, rr->core, rr->fpeer[f]);
         if (vt_repl__link_up(link_of(rr, f))) {
             atomic_store_explicit(&rr->cfg.pub->followers[f].link_up, 1, memory_order_relaxed);
             vt_metric_add(vt_repl__shard(rr), nc->m.fences, 1);
             vt_repl_leader_connected(rr->lead, f);
         }
-    range_ready(rr);
+    }
+    return 0;
 }
+
+void
+vt_repl__lead_stop(struct vt_repl_range *rr, uint16_t code, const char *why)
+{
+    VT_REPL_OWNED(rr);
+    qw_fail_all(rr, code, why);
+    vt_repl_leader_free(rr->lead);
+    rr->lead = NULL;
+    rr->lead_inc++; /* answers and reads still in flight belong to the old driver */
+    rr->marker_end = 0;
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++)
+        atomic_store_explicit(&rr->cfg.pub->followers[f].state, VT_REPL_F_DOWN,
+                              memory_order_relaxed);
+}
+
+/* ---- starting ------------------------------------------------------------------------ */
 
 void
 vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_rlog *log,
@@ -571,18 +656,9 @@ vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_r
     vt_timer_init(&rr->tick, on_tick, rr);
     vt_timer_arm(core, &rr->tick, TICK_MS);
     uint64_t held = vt_rlog_held_epoch(log);
-    if (!rr->cfg.leader) {
-        rr->epoch = held;
-        atomic_store(&rr->cfg.pub->epoch, held);
-        range_ready(rr);
-        return;
-    }
-    /* A fresh epoch for every incarnation of the leader (see the file comment). */
-    uint64_t e = held + 1 > rr->cfg.fencing_epoch ? held + 1 : rr->cfg.fencing_epoch;
-    rr->epoch = e;
-    int rc = vt_rlog_begin_epoch(log, e, leader_begun, rr);
-    if (rc != 0)
-        leader_begun(log, rc, rr);
+    rr->epoch = held;
+    atomic_store(&rr->cfg.pub->epoch, held);
+    vt_repl__lead_open(rr);
 }
 
 void
@@ -599,7 +675,15 @@ vt_repl_range_stop(struct vt_repl_range *rr)
     if (rr->core == NULL)
         return; /* never opened: requests still get "still recovering" */
     rr->state = VT_RR_DOWN;
-    rr->stopped = true;
     vt_timer_cancel(rr->core, &rr->tick);
+    if (rr->ls.role == VT_REPL_ROLE_PROMOTING) {
+        struct vt_repl_promote_result res = {.rc = -ECANCELED, .epoch = rr->pr.epoch,
+                                             .rf = rr->cfg.n_followers + 1,
+                                             .why = "node is shutting down"};
+        rr->ls.role = VT_REPL_ROLE_SUSPENDED;
+        if (rr->pr.done != NULL)
+            rr->pr.done(rr->pr.arg, &res);
+    }
     qw_fail_all(rr, VT_E_STORAGE, "node is shutting down: not acknowledged");
+    rr->stopped = true;
 }
