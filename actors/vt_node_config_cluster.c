@@ -94,6 +94,11 @@ vt_node__cluster_validate(const struct vt_node_config *c, struct vt_cfg_check *c
                                  "metadata block (or run the meta role in this node)");
     if (!c->has_metadata && !c->has_meta)
         return 0;
+    if (c->has_metadata && !c->has_native)
+        return vt_cfg_check_fail(chk, "metadata", "the metadata block is for a data node: it "
+                                 "needs a native listener");
+    if (!c->has_native)
+        return 0; /* a metadata server only */
     const char *why = c->has_metadata ? "metadata" : "meta";
     if (c->n_ranges > 0)
         return vt_cfg_check_fail(chk, "ranges", "a node in a metadata group learns its ranges "
@@ -105,9 +110,6 @@ vt_node__cluster_validate(const struct vt_node_config *c, struct vt_cfg_check *c
     if (!c->has_replication)
         return vt_cfg_check_fail(chk, why, "a data node in a metadata group needs a "
                                  "replication block (its replica-plane listener)");
-    if (!c->has_native)
-        return vt_cfg_check_fail(chk, why, "a data node in a metadata group needs a native "
-                                 "listener");
     if (c->has_metadata && c->metadata.has_tls == false && !c->has_tls)
         return vt_cfg_check_fail(chk, "metadata", "the metadata client needs a certificate: "
                                  "metadata.tls or the top-level tls block");
@@ -128,5 +130,5 @@ vt_node__cluster_validate(const struct vt_node_config *c, struct vt_cfg_check *c
 bool
 vt_node_config_managed(const struct vt_node_config *c)
 {
-    return c->has_metadata || c->has_meta;
+    return (c->has_metadata || c->has_meta) && c->has_native;
 }

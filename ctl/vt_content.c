@@ -98,24 +98,24 @@ vt_content_check(uint64_t k, const struct vt_record *rec, long value_bytes, char
     uint8_t key[VT_CONTENT_KEY_BYTES];
     vt_content_key(k, key);
     if (rec->key_len != VT_CONTENT_KEY_BYTES || memcmp(rec->key, key, sizeof(key)) != 0) {
-        snprintf(why, why_len, "offset %" PRIu64 ": key is not %" PRIu64 " as 8 big-endian bytes"
+        snprintf(why, why_len, "record %" PRIu64 ": key is not %" PRIu64 " as 8 big-endian bytes"
                  " (key_len %" PRIu32 ")", k, k, rec->key_len);
         return -EBADMSG;
     }
     if ((uint64_t)rec->timestamp_ms != k) {
-        snprintf(why, why_len, "offset %" PRIu64 ": timestamp %" PRId64 ", expected %" PRIu64, k,
+        snprintf(why, why_len, "record %" PRIu64 ": timestamp %" PRId64 ", expected %" PRIu64, k,
                  rec->timestamp_ms, k);
         return -EBADMSG;
     }
     if (value_bytes >= 0 && rec->value_len != (uint64_t)value_bytes) {
-        snprintf(why, why_len, "offset %" PRIu64 ": value is %" PRIu32 " bytes, expected %ld", k,
+        snprintf(why, why_len, "record %" PRIu64 ": value is %" PRIu32 " bytes, expected %ld", k,
                  rec->value_len, value_bytes);
         return -EBADMSG;
     }
     for (uint32_t i = 0; i < rec->value_len; i++) {
         if (rec->value[i] != vt_content_value_byte(k, i)) {
             snprintf(why, why_len,
-                     "offset %" PRIu64 ": value byte %" PRIu32 " is %u, expected %u", k, i,
+                     "record %" PRIu64 ": value byte %" PRIu32 " is %u, expected %u", k, i,
                      rec->value[i], vt_content_value_byte(k, i));
             return -EBADMSG;
         }
@@ -140,10 +140,13 @@ vt_content_ack_check(struct vt_content_acks *a, uint64_t first_seq, uint32_t cou
                  r->committed_next);
         return -EBADMSG;
     }
-    if (a->have_any && r->base_offset != a->next_offset) {
+    /* Batches of one producer are acknowledged in order, each after the
+     * last; a gap is a control batch between them (a new leader's epoch
+     * marker after a failover), an overlap is a broken acknowledgement. */
+    if (a->have_any && r->base_offset < a->next_offset) {
         snprintf(a->why, sizeof(a->why), "the ack for sequence %" PRIu64 " has base_offset %"
-                 PRIu64 ", expected %" PRIu64 " right after the previous batch (another "
-                 "producer on this range?)", first_seq, r->base_offset, a->next_offset);
+                 PRIu64 ", below the previous batch's end %" PRIu64 " (another producer on this "
+                 "range?)", first_seq, r->base_offset, a->next_offset);
         return -EBADMSG;
     }
     if (a->have_any && r->committed_next < a->committed_next) {
@@ -184,7 +187,9 @@ verify_fail(struct vt_content_verifier *v, const char *fmt, ...)
     return -EBADMSG;
 }
 
-/* One record at offset `off`, which is v->next. */
+/* One data record at offset `off`, which is v->next. Its content is that
+ * of sequence v->seq: records are numbered by sequence, and offsets may
+ * skip control batches (a new leader's epoch marker). */
 static int
 verify_record(struct vt_content_verifier *v, uint64_t off, uint64_t hwm,
               const struct vt_record *rec)
@@ -193,11 +198,13 @@ verify_record(struct vt_content_verifier *v, uint64_t off, uint64_t hwm,
         return verify_fail(v, "record at offset %" PRIu64 " is at or above the HWM %" PRIu64,
                            off, hwm);
     if (off < v->content_through) {
-        if (vt_content_check(off, rec, v->value_bytes, v->why, sizeof(v->why)) != 0)
-            return -EBADMSG;
+        char why[400];
+        if (vt_content_check(v->seq, rec, v->value_bytes, why, sizeof(why)) != 0)
+            return verify_fail(v, "offset %" PRIu64 ": %s", off, why);
         v->checked++;
     }
     v->records++;
+    v->seq++;
     v->next = off + 1;
     return 0;
 }
@@ -218,6 +225,24 @@ verify_batches(struct vt_content_verifier *v, const struct vt_fetch_resp *resp, 
             return verify_fail(v, "fetch at %" PRIu64 ": bad batch at byte %zu of the response: "
                                "%s", start, (size_t)(p - resp->batches),
                                rc == -EAGAIN ? "truncated" : why);
+        if ((h.attributes & VT_BATCH_ATTR_CONTROL) != 0) {
+            /* a leader-epoch marker: no user data; it still takes its offsets */
+            uint64_t end = h.base_offset + h.record_count;
+            if (end > v->next) {
+                if (h.base_offset > v->next)
+                    return verify_fail(v, "offset gap: expected offset %" PRIu64 ", the node "
+                                       "sent a control batch at %" PRIu64, v->next,
+                                       h.base_offset);
+                if (end > resp->hwm)
+                    return verify_fail(v, "control batch at offset %" PRIu64 " ends above the "
+                                       "HWM %" PRIu64, h.base_offset, resp->hwm);
+                v->control += end - v->next;
+                v->next = end;
+            }
+            p += h.batch_len;
+            left -= h.batch_len;
+            continue;
+        }
         struct vt_batch_iter it;
         struct vt_record rec;
         vt_batch_iter_init(&it, p);

@@ -106,6 +106,8 @@ int vt_content_ack_check(struct vt_content_acks *a, uint64_t first_seq, uint32_t
  * record k at offset k. */
 struct vt_content_verifier {
     uint64_t next;            /* the next offset expected (where to fetch) */
+    uint64_t seq;             /* the sequence the next data record must carry */
+    uint64_t control;         /* control records skipped (leader-epoch markers) */
     uint64_t hwm;             /* the highest HWM seen */
     uint64_t records;         /* records accepted */
     uint64_t checked;         /* of which content-checked */

@@ -239,13 +239,15 @@ test_node_config_check_meta_identity(void **state)
     /* meta.tls must carry the decimal meta.id */
     snprintf(extra, sizeof(extra),
              "meta:\n  id: 2\n  listen: 127.0.0.1:7000\n  admin_listen: 127.0.0.1:7001\n"
-             "  tls: {ca: %s/ca.pem, cert: %s/1.pem, key: %s/1.key}\n",
+             "  tls: {ca: %s/ca.pem, cert: %s/1.pem, key: %s/1.key}\n"
+             "replication: {listen: 127.0.0.1:7002}\n",
              certs, certs, certs);
     write_cfg(N1, N1, data, extra);
     expect_refused(NULL, 13, "meta.tls.cert", "has CN \"1\", but meta.id (line 10) is 2");
     /* a data node cannot lend its node_uuid certificate to meta */
     write_cfg(N1, N1, data,
-              "meta: {id: 1, listen: 127.0.0.1:7000, admin_listen: 127.0.0.1:7001}\n");
+              "meta: {id: 1, listen: 127.0.0.1:7000, admin_listen: 127.0.0.1:7001}\n"
+              "replication: {listen: 127.0.0.1:7002}\n");
     expect_refused(NULL, 9, "meta", "would serve the data role");
     /* a meta-only node: the top-level certificate is the meta identity */
     snprintf(file, sizeof(file), "%s/node.yaml", scratch);
@@ -297,7 +299,8 @@ test_node_config_check_data_dirs(void **state)
     char extra[4096];
     snprintf(extra, sizeof(extra),
              "meta:\n  id: 1\n  listen: 127.0.0.1:7000\n  admin_listen: 127.0.0.1:7001\n"
-             "  dir: %s\n  tls: {ca: %s/ca.pem, cert: %s/1.pem, key: %s/1.key}\n",
+             "  dir: %s\n  tls: {ca: %s/ca.pem, cert: %s/1.pem, key: %s/1.key}\n"
+             "replication: {listen: 127.0.0.1:7002}\n",
              p, certs, certs, certs);
     write_cfg(N1, N1, data, extra);
     expect_refused(NULL, 13, "meta.dir", "is a regular file, not a directory");

@@ -19,6 +19,7 @@
 
 #include "vt_batch.h"
 #include "vt_content.h"
+#include "vt_crc32c.h"
 #include "vt_memfs.h"
 
 static uint64_t rng_state;
@@ -186,8 +187,8 @@ test_vt_content_check_catches_every_mismatch(void **state)
                              .value_len = 16};
     char why[200];
     assert_int_equal(vt_content_check(42, &good, 16, why, sizeof(why)), 0);
-    /* The record of another offset. */
-    expect_mismatch(43, &good, 16, "offset 43: key");
+    /* The record of another sequence. */
+    expect_mismatch(43, &good, 16, "record 43: key");
     /* Key length. */
     struct vt_record r = good;
     r.key_len = 7;
@@ -252,9 +253,13 @@ test_vt_content_ack_check(void **state)
     a = saved;
     expect_ack(&a, 20, 5, 120, 5, 124, "committed_next 124, below the batch end");
     a = saved;
-    expect_ack(&a, 20, 5, 121, 5, 200, "base_offset 121, expected 120");
+    /* a gap is a control batch between two acks (a new leader's marker) */
+    expect_ack(&a, 20, 5, 121, 5, 200, NULL);
+    assert_int_equal(a.next_offset, 126);
     a = saved;
-    expect_ack(&a, 20, 5, 115, 5, 200, "base_offset 115, expected 120");
+    expect_ack(&a, 20, 5, 115, 5, 200, "base_offset 115, below the previous batch's end 120");
+    a = saved;
+    expect_ack(&a, 20, 5, 119, 5, 200, "base_offset 119, below the previous batch's end 120");
     a = saved;
     expect_ack(&a, 20, 5, 120, 5, 199, "committed_next went backwards: 199 after 200");
     a = saved;
@@ -349,7 +354,7 @@ test_vt_content_verify_catches_every_violation(void **state)
         {{{1, 1, 3}}, 1, 10, 4, "offset gap: expected offset 0, the node sent 1"},
         {{{0, 0, 0}}, 0, 5, 0, "no progress: a fetch at offset 0 below the HWM 5"},
         {{{0, 0, 3}}, 1, 5, 4, "next_offset 4 but the records end at 3"},
-        {{{0, 1, 3}}, 1, 5, 3, "offset 0: key"},
+        {{{0, 1, 3}}, 1, 5, 3, "offset 0: record 0: key"},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(cases); i++) {
         struct vt_content_verifier v;
@@ -369,6 +374,32 @@ test_vt_content_verify_catches_every_violation(void **state)
     vt_content_verifier_init(&v, 100, 5);
     r = make_resp(a, 1, 10, 3);
     expect_verify(&v, &r, "value is 4 bytes, expected 5");
+}
+
+/* A leader-epoch marker (a control batch) takes an offset and no sequence:
+ * the records after it carry the next sequence. */
+static void
+test_vt_content_verify_skips_control_batches(void **state)
+{
+    (void)state;
+    const struct piece a[] = {{0, 0, 3}, {3, 99, 1}, {4, 3, 2}};
+    struct vt_fetch_resp r = make_resp(a, 3, 10, 6);
+    /* mark the second batch (at byte offset of batch 1) as a control batch */
+    uint8_t *b1 = resp_buf + vt_be32_get(resp_buf + 4);
+    vt_be16_put(b1 + 20, (uint16_t)(vt_be16_get(b1 + 20) | VT_BATCH_ATTR_CONTROL));
+    uint32_t l1 = vt_be32_get(b1 + 4);
+    vt_be32_put(b1 + l1 - 4, vt_crc32c(0, b1, l1 - 4));
+    struct vt_content_verifier v;
+    vt_content_verifier_init(&v, 100, 4);
+    expect_verify(&v, &r, NULL);
+    assert_int_equal(v.records, 5);
+    assert_int_equal(v.control, 1);
+    assert_int_equal(v.next, 6);
+    /* without the marker the same records would be a gap: sequence 3 at offset 4 */
+    const struct piece g[] = {{0, 0, 3}, {4, 3, 2}};
+    r = make_resp(g, 2, 10, 6);
+    vt_content_verifier_init(&v, 100, 4);
+    expect_verify(&v, &r, "offset gap: expected offset 3, the node sent 4");
 }
 
 static void
@@ -609,6 +640,7 @@ main(void)
         cmocka_unit_test(test_vt_content_verify_accepts_a_good_read),
         cmocka_unit_test(test_vt_content_verify_catches_every_violation),
         cmocka_unit_test(test_vt_content_verify_refuses_bad_batches),
+        cmocka_unit_test(test_vt_content_verify_skips_control_batches),
         cmocka_unit_test_teardown(test_vt_content_acked_roundtrip, fs_teardown),
         cmocka_unit_test_teardown(test_vt_content_acked_read_rejections, fs_teardown),
         cmocka_unit_test_teardown(test_vt_content_acked_write_faults, fs_teardown),
