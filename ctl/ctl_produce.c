@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "ctl_client.h"
 #include "vt_client.h"
+#include "vt_clock.h"
 #include "vt_codec.h"
 #include "vt_config.h"
 #include "vt_content.h"
@@ -33,7 +34,8 @@
 static const char produce_usage[] =
     "usage: vtopctl produce --config CLIENT.yaml --records N [--batch B] [--value-bytes V]\n"
     "                       [--first-sequence S] [--durability local|quorum]\n"
-    "                       [--acked-file PATH] [--inflight K] [--max-retries R] [--json]\n"
+    "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
+    "                       [--reconnect-seconds S] [--json]\n"
     "\n"
     "Produces N records to the range in CLIENT.yaml. Record k (k = S, S+1, ...)\n"
     "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
@@ -52,6 +54,10 @@ static const char produce_usage[] =
     "  --inflight K          batches in flight (default 32, capped by the node)\n"
     "  --max-retries R       consecutive retryable refusals (Overloaded, Storage;\n"
     "                        e.g. quorum not reached) before giving up (default 100)\n"
+    "  --reconnect-seconds S when the connection is lost, reconnect (to `addr`, then\n"
+    "                        each of the config's `nodes`), Locate the leader and\n"
+    "                        resend from the oldest unacknowledged batch, for up to S\n"
+    "                        seconds per loss (default 0: exit 3 at once)\n"
     "  --json                print the result as one JSON object\n"
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
@@ -69,6 +75,7 @@ struct produce_opts {
     const char *acked_file;
     uint64_t inflight;
     uint64_t max_retries;
+    uint64_t reconnect_s;
     bool json;
 };
 
@@ -86,7 +93,8 @@ struct produce_run {
     char dial_name[37];           /* its CN when a redirect named the leader */
     struct vt_client *client;
     uint64_t epoch;               /* the fencing epoch Locate (or a redirect) gave */
-    uint64_t redirects;
+    uint64_t redirects, reconnects;
+    char lost_why[600];           /* why the last reconnect failed */
     struct vt_content_builder builder;
     uint8_t *batch_buf;
     size_t batch_cap;
@@ -130,6 +138,7 @@ parse_one(int c, struct produce_opts *o)
     case 'a': o->acked_file = optarg; return 0;
     case 'k': return ctl_opt_u64(u, "--inflight", optarg, 1, 4096, &o->inflight);
     case 'r': return ctl_opt_u64(u, "--max-retries", optarg, 0, 1000000, &o->max_retries);
+    case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
     case 'j': o->json = true; return 0;
     default: return -1;
     }
@@ -149,6 +158,7 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         {"acked-file", required_argument, NULL, 'a'},
         {"inflight", required_argument, NULL, 'k'},
         {"max-retries", required_argument, NULL, 'r'},
+        {"reconnect-seconds", required_argument, NULL, 'R'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -187,8 +197,10 @@ print_result(const struct produce_run *r, const char *status, const char *error)
     const struct produce_opts *o = r->o;
     if (o->json) {
         printf("{\"status\":\"%s\",\"acked_total\":%" PRIu64 ",\"batches\":%" PRIu64
-               ",\"duplicates\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"first_sequence\":%" PRIu64,
-               status, r->acked_total, r->batches, r->duplicates, r->retries, o->first_seq);
+               ",\"duplicates\":%" PRIu64 ",\"retries\":%" PRIu64 ",\"redirects\":%" PRIu64
+               ",\"reconnects\":%" PRIu64 ",\"first_sequence\":%" PRIu64,
+               status, r->acked_total, r->batches, r->duplicates, r->retries, r->redirects,
+               r->reconnects, o->first_seq);
         if (r->acks.have_any)
             printf(",\"first_offset\":%" PRIu64 ",\"next_offset\":%" PRIu64
                    ",\"committed_next\":%" PRIu64,
@@ -201,8 +213,9 @@ print_result(const struct produce_run *r, const char *status, const char *error)
         return;
     }
     printf("%s acked_total=%" PRIu64 " batches=%" PRIu64 " duplicates=%" PRIu64
-           " retries=%" PRIu64,
-           status, r->acked_total, r->batches, r->duplicates, r->retries);
+           " retries=%" PRIu64 " redirects=%" PRIu64 " reconnects=%" PRIu64,
+           status, r->acked_total, r->batches, r->duplicates, r->retries, r->redirects,
+           r->reconnects);
     if (r->acks.have_any)
         printf(" first_offset=%" PRIu64 " next_offset=%" PRIu64 " committed_next=%" PRIu64,
                r->acks.first_offset, r->acks.next_offset, r->acks.committed_next);
@@ -331,6 +344,8 @@ rewind_after_refusal(struct produce_run *r)
 
 /* ---- following the leader ----------------------------------------------------- */
 
+static int survive_loss(struct produce_run *r);
+
 static bool
 redirected(const struct produce_run *r)
 {
@@ -373,8 +388,11 @@ reconnect(struct produce_run *r, const char *addr, const char *name)
         r->dial.server_name = r->dial_name;
     }
     char err[600];
-    if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) != 0)
-        return finish_error(r, CTL_EXIT_INTERRUPTED, err);
+    if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) != 0) {
+        r->client = NULL;
+        snprintf(r->lost_why, sizeof(r->lost_why), "%s", err);
+        return -ECONNREFUSED; /* the caller survives or reports the loss */
+    }
     return 0;
 }
 
@@ -396,8 +414,11 @@ follow_leader(struct produce_run *r)
         vt_uuid_format(e.hint_leader, name);
         char here[300];
         snprintf(here, sizeof(here), "%s:%u", r->dial.addr.host, r->dial.addr.port);
-        if (strcmp(here, e.hint_addr) != 0 && (rc = reconnect(r, e.hint_addr, name)) != 0)
-            return rc;
+        if (strcmp(here, e.hint_addr) != 0 && reconnect(r, e.hint_addr, name) != 0) {
+            if (r->o->reconnect_s > 0)
+                return survive_loss(r);
+            return finish_error(r, CTL_EXIT_INTERRUPTED, r->lost_why);
+        }
     }
     if (e.has_hint && e.hint_epoch > old_epoch) {
         r->epoch = e.hint_epoch;
@@ -407,15 +428,95 @@ follow_leader(struct produce_run *r)
     return rc != 0 ? finish_client_error(r, rc) : 0;
 }
 
+/* The connection was lost (its node died or restarted): reach the cluster
+ * through `addr` or any of the config's `nodes`, Locate the leader, and
+ * resend every unacknowledged batch (sequence numbers make the resend
+ * safe). Gives up after --reconnect-seconds. */
+static int
+survive_loss(struct produce_run *r)
+{
+    char first_err[600];
+    snprintf(first_err, sizeof(first_err), "%s",
+             r->client ? vt_client_last_error(r->client) : "no connection");
+    if (r->len > 0)
+        r->next_seq = slot_at(r, 0)->first;
+    r->len = 0;
+    r->head = 0;
+    uint64_t deadline = vt_clock_mono_ms() + r->o->reconnect_s * 1000;
+    uint32_t n_cand = 1 + r->cfg.n_nodes, i = 0;
+    uint64_t backoff = 50;
+    for (;;) {
+        struct vt_client_config c = r->cfg;
+        if (i % n_cand > 0) {
+            c.addr = r->cfg.nodes[i % n_cand - 1].addr;
+            c.server_name = r->cfg.nodes[i % n_cand - 1].server_name;
+        }
+        i++;
+        vt_client_close(r->client);
+        r->client = NULL;
+        r->dial = c;
+        char err[600];
+        if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) == 0) {
+            struct vt_range_location loc;
+            int rc = vt_client_locate_range(r->client, &r->cfg.range_ident, &loc);
+            if (rc == 0) {
+                r->epoch = loc.fencing_epoch;
+                r->reconnects++;
+                char name[37], here[300];
+                vt_uuid_format(loc.leader, name);
+                snprintf(here, sizeof(here), "%s:%u", r->dial.addr.host, r->dial.addr.port);
+                if (!loc.has_leader || loc.leader_addr[0] == '\0' ||
+                    strcmp(here, loc.leader_addr) == 0 ||
+                    reconnect(r, loc.leader_addr, name) == 0)
+                    return 0;
+                /* the named leader did not answer: keep walking */
+                snprintf(first_err, sizeof(first_err), "%s", r->lost_why);
+            }
+            if (r->client != NULL) {
+                vt_client_close(r->client);
+                r->client = NULL;
+            }
+        }
+        if (vt_clock_mono_ms() >= deadline) {
+            char msg[800];
+            snprintf(msg, sizeof(msg), "connection lost (%.300s) and no node answered within "
+                     "%" PRIu64 " s", first_err, r->o->reconnect_s);
+            return finish_error(r, CTL_EXIT_INTERRUPTED, msg);
+        }
+        if (i % n_cand == 0) {
+            sleep_ms(backoff);
+            backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+        }
+    }
+}
+
+/* A client failure: with --reconnect-seconds a lost connection is survived
+ * (0: go on producing), anything else ends the run. */
+static int
+lost_or_fail(struct produce_run *r, int rc)
+{
+    bool lost = r->client == NULL ||
+                (vt_client_broken(r->client) && rc != -EREMOTEIO && rc != -EPROTO);
+    if (lost && r->o->reconnect_s > 0)
+        return survive_loss(r);
+    return finish_client_error(r, rc);
+}
+
 static int
 produce_loop(struct produce_run *r)
 {
     while (r->acked_total < r->o->records) {
         while (r->len < r->window && r->next_seq < r->end_seq) {
             int rc = send_next(r);
-            if (rc != 0)
-                return finish_client_error(r, rc);
+            if (rc != 0) {
+                rc = lost_or_fail(r, rc);
+                if (rc != 0)
+                    return rc;
+                break;
+            }
         }
+        if (r->len == 0)
+            continue; /* reconnected: send again */
         struct produce_slot s = *slot_at(r, 0);
         struct vt_produce_resp a;
         int rc = vt_client_produce_wait(r->client, s.request_id, &a);
@@ -432,8 +533,12 @@ produce_loop(struct produce_run *r)
                 return rc;
             continue;
         }
-        if (rc != 0)
-            return finish_client_error(r, rc);
+        if (rc != 0) {
+            rc = lost_or_fail(r, rc);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
         slot_pop(r);
         if (vt_content_ack_check(&r->acks, s.first, s.count, &a) != 0)
             return finish_error(r, CTL_EXIT_FAIL, r->acks.why);

@@ -32,6 +32,15 @@ static const struct vt_cfg_schema range_schema = {
     .validate = range_validate,
 };
 
+#define CN struct vt_client_node
+static const struct vt_cfg_field node_fields[] = {
+    VT_CFG_HOSTPORT_F(CN, addr, "addr", true, 1, 65535),
+    VT_CFG_STR_F(CN, server_name, "server_name", true, 1, 64),
+};
+#undef CN
+static const struct vt_cfg_schema node_schema = {
+    .name = "node", .fields = node_fields, .n_fields = VT_ARRAY_LEN(node_fields)};
+
 #define CC struct vt_client_config
 static const struct vt_cfg_field client_fields[] = {
     VT_CFG_UUID_F(CC, cluster_id, "cluster_id", true),
@@ -43,6 +52,7 @@ static const struct vt_cfg_field client_fields[] = {
     VT_CFG_F(CC, range, "range", VT_CFG_BLOCK, true, 0, 0, .sub = &range_schema),
     VT_CFG_DURATION_F(CC, connect_timeout_ms, "connect_timeout", false, 1, 600000),
     VT_CFG_DURATION_F(CC, request_timeout_ms, "request_timeout", false, 1, 3600000),
+    VT_CFG_LIST_F(CC, nodes, n_nodes, "nodes", false, &node_schema, VT_CLIENT_MAX_NODES),
 };
 #undef CC
 const struct vt_cfg_schema vt_client_config_schema = {

@@ -14,6 +14,8 @@
  *   range: {topic: orders, topic_epoch: 1, range_id: <uuid>, range_generation: 0}
  *   connect_timeout: 5s      # optional: TCP connect + TLS + hello
  *   request_timeout: 30s     # optional: longest wait for any one response
+ *   nodes:                   # optional: other nodes to reach the cluster through
+ *     - {addr: 127.0.0.1:9093, server_name: 00000000-0000-4000-8000-000000000002}
  *
  * There is no fencing epoch: tools Locate the range and write at the epoch
  * its leader holds (a `fencing_epoch` key is refused as unknown).
@@ -34,6 +36,14 @@
 #define VT_CLIENT_DEFAULT_CONNECT_TIMEOUT_MS 5000u
 #define VT_CLIENT_DEFAULT_REQUEST_TIMEOUT_MS 30000u
 
+#define VT_CLIENT_MAX_NODES 16u
+
+/* Another node of the cluster (where a tool goes when its node is lost). */
+struct vt_client_node {
+    struct vt_cfg_hostport addr;
+    char *server_name;
+};
+
 struct vt_client_range_config {
     char *topic; /* 1..249 bytes of [A-Za-z0-9._-] */
     uint64_t topic_epoch;
@@ -52,6 +62,8 @@ struct vt_client_config {
     struct vt_client_range_config range;
     uint64_t connect_timeout_ms;
     uint64_t request_timeout_ms;
+    struct vt_client_node *nodes; /* tried in order after `addr` when a connection is lost */
+    uint32_t n_nodes;
     /* Derived by the loader: */
     char principal_text[37];     /* lowercase hyphenated form sent in ClientHello */
     struct vt_range_ident range_ident; /* `range` as the wire codec wants it */
