@@ -9,6 +9,7 @@
 
 #include "vt_batch.h"
 #include "vt_codec.h"
+#include "vt_crc32c.h"
 
 void
 vt_log_limits_defaults(struct vt_log_limits *l)
@@ -120,4 +121,11 @@ vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident
 {
     return memcmp(a->range_id, b->range_id, 16) == 0 && strcmp(a->topic, b->topic) == 0 &&
            a->topic_epoch == b->topic_epoch && a->range_generation == b->range_generation;
+}
+
+unsigned
+vt_range_ident_core(const struct vt_range_ident *r, unsigned cores)
+{
+    VT_ASSERT(cores > 0);
+    return vt_crc32c(0, r->range_id, 16) % cores;
 }

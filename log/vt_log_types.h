@@ -31,6 +31,10 @@ struct vt_rd;
 void vt_range_ident_encode(struct vt_wr *w, const struct vt_range_ident *r);
 /* Same range: topic, topic epoch, range id and generation all equal. */
 bool vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident *b);
+/* The core that owns a range on a node of `cores` cores (> 0): CRC32C of the
+ * range id modulo the core count. Only the range id counts, so every
+ * generation and topic epoch of one id lands on the same core. Pure. */
+unsigned vt_range_ident_core(const struct vt_range_ident *r, unsigned cores);
 /* Reads one range identity from an untrusted reader. Returns 0, or -EMSGSIZE
  * (topic longer than 249 bytes) / -EBADMSG (truncated, bad UTF-8, bad topic
  * charset) with *why naming the field ("range.topic", ...). *why is either a
