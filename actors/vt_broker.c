@@ -1,6 +1,7 @@
 /* The data role's composition (see vt_broker.h): metrics, the range table,
  * the replica plane, per-core start and shutdown. */
 #include "vt_broker.h"
+#include "vt_cluster.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include "vt_file.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
+#include "vt_range_table.h"
 #include "vt_repl_host.h"
 #include "vt_session.h"
 
@@ -115,61 +117,98 @@ register_metrics(struct vt_broker *b)
     return 0;
 }
 
+/* Per-range series come and go with the ranges: a collector reads every
+ * core's published snapshot at scrape time (racy reads of what each range's
+ * core publishes). */
+static const struct {
+    const char *name, *help;
+    bool replicated, follower;
+} range_families[] = {
+    {"broker_committed_offset",
+     "Offset after the last durable record (the HWM on a single node).", false, false},
+    {"broker_next_offset", "Offset after the last appended record.", false, false},
+    {"repl_hwm", "Committed high-water mark this replica knows.", true, false},
+    {"repl_follower_durable_offset", "Durable offset a follower acknowledged.", true, true},
+    {"repl_follower_lag_records", "Leader next offset minus the follower's durable.", true, true},
+    {"repl_follower_inflight_requests", "Appends sent and not yet answered.", true, true},
+    {"repl_follower_inflight_bytes", "Batch bytes sent and not yet answered.", true, true},
+    {"repl_follower_resyncs", "Stream restarts for this follower.", true, true},
+    {"repl_follower_truncated_records", "Divergent records the follower reported removing.",
+     true, true},
+};
+
 static double
-read_u64(void *arg)
+rd(_Atomic uint64_t *v)
 {
-    return (double)atomic_load_explicit((_Atomic uint64_t *)arg, memory_order_relaxed);
+    return (double)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static double
+follower_value(const char *family, struct vt_repl_follower_pub *p)
+{
+    if (strcmp(family, "repl_follower_durable_offset") == 0)
+        return rd(&p->durable);
+    if (strcmp(family, "repl_follower_lag_records") == 0)
+        return rd(&p->lag);
+    if (strcmp(family, "repl_follower_inflight_requests") == 0)
+        return rd(&p->inflight_requests);
+    if (strcmp(family, "repl_follower_inflight_bytes") == 0)
+        return rd(&p->inflight_bytes);
+    if (strcmp(family, "repl_follower_resyncs") == 0)
+        return rd(&p->resyncs);
+    return rd(&p->truncated);
+}
+
+static void
+emit_range(const char *family, bool follower, struct vt_range_actor *ra,
+           struct vt_metrics_emit *e)
+{
+    const struct vt_broker_range *br = &ra->br;
+    if (!follower) {
+        double v = strcmp(family, "broker_committed_offset") == 0 ? rd(&ra->pub.committed)
+                   : strcmp(family, "broker_next_offset") == 0    ? rd(&ra->pub.next)
+                                                                  : rd(&ra->pub.hwm);
+        (void)vt_metrics_emit(e, family, br->labels, v);
+        return;
+    }
+    for (uint32_t f = 0; f < br->n_followers; f++) {
+        char fid[37], fl[sizeof(br->labels) + 64];
+        vt_uuid_format(br->follower_uuid[f], fid);
+        snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", br->labels, fid);
+        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f]));
+    }
+}
+
+static void
+collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
+{
+    struct vt_broker *b = arg;
+    size_t k = 0;
+    while (k < VT_ARRAY_LEN(range_families) && strcmp(range_families[k].name, family) != 0)
+        k++;
+    VT_ASSERT(k < VT_ARRAY_LEN(range_families));
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        const struct vt_range_snap *snap = vt_broker_snap_acquire(b, c);
+        for (uint32_t i = 0; i < snap->n; i++) {
+            struct vt_range_actor *ra = snap->ranges[i];
+            if (range_families[k].replicated && !ra->br.replicated)
+                continue;
+            if (range_families[k].follower && !ra->br.leader)
+                continue;
+            emit_range(family, range_families[k].follower, ra, e);
+        }
+        vt_broker_snap_release(b, c);
+    }
 }
 
 static int
-register_range_metrics(struct vt_broker *b, uint32_t i)
+register_range_collector(struct vt_broker *b)
 {
-    struct vt_broker_range *br = &b->ranges[i];
-    char id[37], labels[400];
-    vt_uuid_format(br->ident.range_id, id);
-    snprintf(labels, sizeof(labels), "topic=\"%s\",range=\"%s\"", br->ident.topic, id);
-    int rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_committed_offset", labels,
-                                 "Offset after the last durable record (the HWM on a single "
-                                 "node).", read_u64, &br->actor->pub.committed);
-    if (rc >= 0)
-        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_next_offset", labels,
-                                 "Offset after the last appended record.", read_u64,
-                                 &br->actor->pub.next);
-    if (rc >= 0 && br->replicated)
-        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_hwm", labels,
-                                 "Committed high-water mark this replica knows.", read_u64,
-                                 &br->actor->pub.hwm);
-    for (uint32_t f = 0; rc >= 0 && f < br->n_followers; f++) {
-        struct vt_repl_follower_pub *p = &br->actor->pub.followers[f];
-        char fid[37], fl[480];
-        vt_uuid_format(b->cfg->replication.peers[br->follower_peer[f]].node, fid);
-        snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", labels, fid);
-        rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_durable_offset", fl,
-                                 "Durable offset a follower acknowledged.", read_u64,
-                                 &p->durable);
-        if (rc >= 0)
-            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_lag_records",
-                                     fl, "Leader next offset minus the follower's durable.",
-                                     read_u64, &p->lag);
-        if (rc >= 0)
-            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE,
-                                     "repl_follower_inflight_requests", fl,
-                                     "Appends sent and not yet answered.", read_u64,
-                                     &p->inflight_requests);
-        if (rc >= 0)
-            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_inflight_bytes",
-                                     fl, "Batch bytes sent and not yet answered.", read_u64,
-                                     &p->inflight_bytes);
-        if (rc >= 0)
-            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "repl_follower_resyncs", fl,
-                                     "Stream restarts for this follower.", read_u64,
-                                     &p->resyncs);
-        if (rc >= 0)
-            rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE,
-                                     "repl_follower_truncated_records", fl,
-                                     "Divergent records the follower reported removing.",
-                                     read_u64, &p->truncated);
-    }
+    b->collector = vt_metrics_collector(b->metrics, collect_ranges, b);
+    int rc = b->collector;
+    for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(range_families); k++)
+        rc = vt_metrics_collector_family(b->metrics, b->collector, VT_METRIC_GAUGE,
+                                         range_families[k].name, range_families[k].help);
     return rc < 0 ? rc : 0;
 }
 
@@ -222,60 +261,6 @@ collect_allowed(struct vt_broker *b)
         b->allowed[b->n_allowed++] = a->admins[i];
 }
 
-static uint32_t
-peer_index(const struct vt_node_config *cfg, const uint8_t id[16])
-{
-    for (uint32_t p = 0; p < cfg->replication.n_peers; p++)
-        if (memcmp(cfg->replication.peers[p].node, id, 16) == 0)
-            return p;
-    VT_ASSERT(!"replica not in peers: the config validation guarantees it");
-    return 0;
-}
-
-/* Static leadership from the config (until leases): who leads, who follows. */
-static void
-setup_replicas(struct vt_broker *b, const struct vt_node_range *nr, struct vt_broker_range *br)
-{
-    const struct vt_node_config *cfg = b->cfg;
-    br->leader = true;
-    if (nr->n_replicas == 0)
-        return;
-    br->replicated = true;
-    memcpy(br->leader_uuid, nr->leader, 16);
-    br->leader = memcmp(nr->leader, cfg->node_uuid, 16) == 0;
-    if (!br->leader) {
-        br->leader_peer = peer_index(cfg, nr->leader);
-        return;
-    }
-    for (uint32_t k = 0; k < nr->n_replicas; k++)
-        if (memcmp(nr->replica_ids[k], cfg->node_uuid, 16) != 0)
-            br->follower_peer[br->n_followers++] = peer_index(cfg, nr->replica_ids[k]);
-}
-
-/* Every hosted range is known to the replica plane (when there is one);
- * a replicated range's actor drives its replication half. */
-static int
-add_repl_range(struct vt_broker *b, const struct vt_node_range *nr, struct vt_broker_range *br)
-{
-    if (b->repl == NULL)
-        return 0;
-    struct vt_repl_range_config c = {.ident = br->ident, .core = br->core,
-                                     .fencing_epoch = br->fencing_epoch,
-                                     .replicated = br->replicated, .leader = br->leader,
-                                     .pub = &br->actor->pub};
-    memcpy(c.leader_uuid, br->leader_uuid, 16);
-    /* every other member of the set (any replica may be promoted) */
-    for (uint32_t k = 0; br->replicated && k < nr->n_replicas; k++)
-        if (memcmp(nr->replica_ids[k], b->cfg->node_uuid, 16) != 0)
-            memcpy(c.follower_node[c.n_followers++], nr->replica_ids[k], 16);
-    struct vt_repl_range *rr = vt_repl_range_add(b->repl, &c);
-    if (rr == NULL)
-        return -ENOMEM;
-    if (br->replicated)
-        br->actor->repl = rr;
-    return 0;
-}
-
 /* The replica plane's settings, from the node config. */
 static int
 new_repl_node(struct vt_broker *b, char *err, size_t err_len)
@@ -309,6 +294,12 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
               .appends_served = b->m.repl_appends_served,
               .fenced_refusals = b->m.repl_fenced_refusals}};
     memcpy(rc.node_uuid, cfg->node_uuid, 16);
+    if (vt_node_config_managed(cfg)) {
+        /* peers come from metadata: any node certificate of the cluster CA
+         * may connect; each range's leader check decides what it may do */
+        rc.accept_any_node = true;
+        rc.promote_timeout_ms = cfg->lease.promote_timeout_ms;
+    }
     if (vt_tls_refusal_metrics_register(&rc.tls_refusals, b->metrics, "replication") != 0) {
         snprintf(err, err_len, "metrics registry full");
         free(peers);
@@ -319,41 +310,67 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
     return b->repl == NULL ? -EINVAL : 0;
 }
 
+/* The configured ranges: their specs and actors (the replica plane needs
+ * both before start); core start opens them. */
 static int
 setup_ranges(struct vt_broker *b, char *err, size_t err_len)
 {
     const struct vt_node_config *cfg = b->cfg;
     unsigned cores = vt_runtime_cores(b->rt);
-    b->n_ranges = cfg->n_ranges;
-    b->ranges = calloc(cfg->n_ranges ? cfg->n_ranges : 1, sizeof(*b->ranges));
-    if (b->ranges == NULL)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < cfg->n_ranges; i++) {
-        const struct vt_node_range *nr = &cfg->ranges[i];
-        struct vt_broker_range *br = &b->ranges[i];
-        snprintf(br->ident.topic, sizeof(br->ident.topic), "%s", nr->topic);
-        br->ident.topic_epoch = nr->topic_epoch;
-        memcpy(br->ident.range_id, nr->range_id, 16);
-        br->ident.range_generation = nr->range_generation;
-        br->fencing_epoch = nr->fencing_epoch;
-        br->core = vt_range_ident_core(&br->ident, cores);
-        setup_replicas(b, nr, br);
-        char id[37];
-        vt_uuid_format(nr->range_id, id);
-        snprintf(br->dir, sizeof(br->dir), "%s/ranges/%s-%s", cfg->data_dir, nr->topic, id);
-        int rc = vt_file_mkdir_p(br->dir, 0755, err, err_len);
-        if (rc != 0)
-            return rc;
-        br->actor = vt_range_actor_new(b, i);
-        if (br->actor == NULL || add_repl_range(b, nr, br) != 0)
+    b->core_share = (cfg->limits.max_ranges + cores - 1) / cores;
+    for (unsigned c = 0; c < cores; c++)
+        if (vt_broker__core_tables_new(b, b->cores[c]) != 0) {
+            snprintf(err, err_len, "out of memory");
             return -ENOMEM;
-        rc = register_range_metrics(b, i);
-        if (rc != 0) {
-            snprintf(err, err_len, "metrics registry full");
-            return rc;
+        }
+    b->boot = calloc(cfg->n_ranges ? cfg->n_ranges : 1, sizeof(*b->boot));
+    uint32_t *per_core = calloc(cores, sizeof(*per_core));
+    if (b->boot == NULL || per_core == NULL) {
+        free(per_core);
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < cfg->n_ranges; i++) {
+        const struct vt_node_range *nr = &cfg->ranges[i];
+        struct vt_broker_range_spec *sp = &b->boot[i].spec;
+        snprintf(sp->ident.topic, sizeof(sp->ident.topic), "%s", nr->topic);
+        sp->ident.topic_epoch = nr->topic_epoch;
+        memcpy(sp->ident.range_id, nr->range_id, 16);
+        sp->ident.range_generation = nr->range_generation;
+        sp->fencing_epoch = nr->fencing_epoch;
+        sp->replicated = nr->n_replicas > 0;
+        sp->n_replicas = nr->n_replicas > 0 ? nr->n_replicas : 1;
+        if (nr->n_replicas > 0)
+            memcpy(sp->replicas, nr->replica_ids, sizeof(sp->replicas));
+        else
+            memcpy(sp->replicas[0], cfg->node_uuid, 16);
+        sp->leadership = VT_LEAD_STATIC;
+        memcpy(sp->leader, nr->n_replicas > 0 ? nr->leader : cfg->node_uuid, 16);
+        struct vt_broker_range br;
+        if (vt_broker__range_from_spec(b, sp, &br) != 0) {
+            snprintf(err, err_len, "ranges[%u]: refused (see the log line above)", i);
+            rc = -EINVAL;
+            break;
+        }
+        br.boot = true;
+        if (++per_core[br.core] > b->core_share) {
+            snprintf(err, err_len,
+                     "limits.max_ranges: %u gives each of %u cores %u ranges, but core %u owns "
+                     "more of the configured ranges (ranges[%u])",
+                     cfg->limits.max_ranges, cores, b->core_share, br.core, i);
+            rc = -ENOSPC;
+            break;
+        }
+        b->boot[i].actor = vt_range_actor_new(b, &br);
+        b->n_boot = i + 1;
+        if (b->boot[i].actor == NULL || vt_broker__repl_boot_add(b, b->boot[i].actor) != 0) {
+            snprintf(err, err_len, "out of memory");
+            rc = -ENOMEM;
         }
     }
-    return 0;
+    free(per_core);
+    return rc;
 }
 
 struct vt_broker *
@@ -396,12 +413,19 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
             goto fail;
         b->cores[i]->b = b;
     }
-    if (register_metrics(b) != 0 ||
+    if (register_metrics(b) != 0 || register_range_collector(b) != 0 ||
         vt_tls_refusal_metrics_register(&b->tls_native, b->metrics, "native") != 0) {
         snprintf(err, err_len, "metrics registry full");
         goto fail;
     }
     vt_tls_refusal_metrics_attach(&b->tls_native, &b->policy);
+    if (vt_node_config_managed(cfg)) {
+        b->cluster = vt_cluster_new(b, err, err_len);
+        if (b->cluster == NULL)
+            goto fail;
+        b->epoch_hint = vt_cluster_epoch_hint;
+        b->epoch_hint_arg = b->cluster;
+    }
     if (cfg->has_replication && new_repl_node(b, err, err_len) != 0)
         goto fail;
     if (setup_ranges(b, err, err_len) != 0)
@@ -409,12 +433,18 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
     struct vt_health *h = vt_runtime_health(rt);
     b->health_native = vt_health_source(h, "native_listener");
     b->health_ranges = vt_health_source(h, "ranges");
-    if (b->health_native < 0 || b->health_ranges < 0) {
+    b->health_opened = vt_health_source(h, "ranges_opened");
+    b->health_cluster = b->cluster != NULL ? vt_health_source(h, "metadata") : 0;
+    if (b->health_native < 0 || b->health_ranges < 0 || b->health_opened < 0 ||
+        b->health_cluster < 0) {
         snprintf(err, err_len, "too many readiness sources");
         goto fail;
     }
-    if (b->n_ranges == 0)
+    if (b->n_boot == 0)
         vt_health_set(h, b->health_ranges, true, "no ranges configured");
+    vt_health_set(h, b->health_opened, true, "every range opened at runtime serves");
+    if (b->cluster != NULL)
+        vt_health_set(h, b->health_cluster, false, "not yet registered with the metadata group");
     return b;
 fail:
     vt_broker_free(b);
@@ -458,14 +488,14 @@ vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
     b->cores[id]->core = core;
     if (b->repl != NULL && vt_repl_core_start(b->repl, core) != 0)
         atomic_store(&b->start_failed, 1);
-    for (uint32_t i = 0; i < b->n_ranges; i++)
-        if (b->ranges[i].core == id)
-            vt_range_actor_start(b->ranges[i].actor, core);
+    vt_broker__open_boot_ranges(b, core);
     if (id != 0)
         return; /* core 0 picks the port, then tells the others (below) */
     open_listener(b, core, b->cfg->native.listen.port);
     if (b->cores[0]->listener == NULL)
         return;
+    if (b->cluster != NULL)
+        vt_cluster_start(b->cluster, core);
     uint16_t port = atomic_load(&b->native_port);
     for (unsigned c = 1; c < vt_runtime_cores(b->rt); c++) {
         struct vt_msg m = {.fn = listen_msg, .ptr = b, .arg = port};
@@ -479,14 +509,6 @@ vt_broker_core_start(struct vt_broker *b, struct vt_core *core)
 /* ---- shutdown ---------------------------------------------------------------------- */
 
 static void
-range_closed(void *arg)
-{
-    struct vt_range_actor *ra = arg;
-    ra->log = NULL;
-    atomic_fetch_add(&ra->b->ranges_closed, 1);
-}
-
-static void
 shutdown_msg(struct vt_core *core, const struct vt_msg *m)
 {
     struct vt_broker *b = m->ptr;
@@ -496,24 +518,12 @@ shutdown_msg(struct vt_core *core, const struct vt_msg *m)
         bc->listener = NULL;
     }
     vt_session_close_all(bc);
+    if (b->cluster != NULL && vt_core_id(core) == 0)
+        vt_cluster_stop(b->cluster, core);
     if (b->repl != NULL)
         vt_repl_core_stop(b->repl, core);
     atomic_fetch_add(&b->cores_shut, 1);
-    for (uint32_t i = 0; i < b->n_ranges; i++) {
-        struct vt_range_actor *ra = b->ranges[i].actor;
-        if (b->ranges[i].core != vt_core_id(core))
-            continue;
-        if (ra->repl != NULL)
-            vt_repl_range_stop(ra->repl);
-        vt_range_actor_stop(ra);
-        if (ra->state == 1 && ra->log) {
-            ra->state = 3; /* closing: new requests are refused */
-            atomic_store(&ra->state_g, 2);
-            vt_rlog_close(ra->log, range_closed, ra);
-        } else {
-            atomic_fetch_add(&b->ranges_closed, 1);
-        }
-    }
+    vt_broker__close_all_ranges(bc);
 }
 
 void
@@ -532,7 +542,7 @@ vt_broker_drained(const struct vt_broker *b)
     /* every core must have run its shutdown (closed its listeners) too:
      * ranges and sessions may all live on other cores */
     return atomic_load(&b->cores_shut) == vt_runtime_cores(b->rt) &&
-           atomic_load(&b->ranges_closed) == b->n_ranges && atomic_load(&b->sessions_open) == 0 &&
+           atomic_load(&b->ranges_open) == 0 && atomic_load(&b->sessions_open) == 0 &&
            (b->repl == NULL || vt_repl_node_conns(b->repl) == 0);
 }
 
@@ -541,14 +551,17 @@ vt_broker_free(struct vt_broker *b)
 {
     if (b == NULL)
         return;
-    for (uint32_t i = 0; b->ranges && i < b->n_ranges; i++)
-        vt_range_actor_free(b->ranges[i].actor);
-    free(b->ranges);
     for (unsigned c = 0; b->cores && c < vt_runtime_cores(b->rt); c++) {
-        if (b->cores[c]) /* closed by its core at shutdown unless start-up failed */
+        if (b->cores[c]) { /* closed by its core at shutdown unless start-up failed */
             vt_listener_discard(b->cores[c]->listener);
+            vt_broker__core_tables_free(b->cores[c]);
+        }
         free(b->cores[c]);
     }
+    for (uint32_t i = 0; b->boot && i < b->n_boot; i++)
+        vt_range_actor_free(b->boot[i].actor);
+    vt_cluster_free(b->cluster);
+    free(b->boot);
     free(b->cores);
     free(b->allowed);
     vt_repl_node_free(b->repl);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vt_codec.h"
@@ -29,34 +30,83 @@ vt_locate_self_addr(const struct vt_broker *b, char *out, size_t out_len)
         snprintf(out, out_len, "%s:%u", l->host, port);
 }
 
-static uint64_t
-range_epoch_racy(const struct vt_broker *b, uint32_t idx)
-{
-    return atomic_load_explicit(&b->ranges[idx].actor->pub.epoch, memory_order_relaxed);
-}
-
 bool
-vt_locate_range_hint(const struct vt_broker *b, uint32_t idx, uint8_t leader[16],
-                     uint64_t *epoch, char *addr, size_t addr_len)
+vt_locate_range_hint(const struct vt_broker *b, const struct vt_range_actor *ra,
+                     uint8_t leader[16], uint64_t *epoch, char *addr, size_t addr_len)
 {
-    VT_ASSERT(idx < b->n_ranges);
-    const struct vt_broker_range *br = &b->ranges[idx];
+    const struct vt_broker_range *br = &ra->br;
     addr[0] = '\0';
-    *epoch = range_epoch_racy(b, idx);
+    *epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
     if (!br->replicated || br->leader) {
         if (!self_uuid(b, leader))
             return false;
         vt_locate_self_addr(b, addr, addr_len);
         return true;
     }
+    if (ra->repl != NULL && !br->has_leader) {
+        /* led by lease: whoever the lease view names (the range's core runs this) */
+        struct vt_repl_range_state st;
+        vt_repl_range_state(ra->repl, &st);
+        if (!st.leader_known)
+            return false;
+        memcpy(leader, st.leader, 16);
+        *epoch = st.view_epoch > st.held_epoch ? st.view_epoch : st.held_epoch;
+        if (memcmp(st.leader, b->cfg->node_uuid, 16) == 0)
+            vt_locate_self_addr(b, addr, addr_len);
+        else
+            snprintf(addr, addr_len, "%s", ra->leader_addr);
+        return true;
+    }
+    if (!br->has_leader)
+        return false; /* a follower still waiting to learn its leader */
     /* a follower of a statically configured leader: its native address is
      * not in this node's config */
     memcpy(leader, br->leader_uuid, 16);
     return true;
 }
 
+static void
+locate_one(struct vt_broker *b, const struct vt_range_actor *ra, struct vt_locate_resp *out)
+{
+    const struct vt_broker_range *br = &ra->br;
+    if (out->n_ranges > 0 && br->ident.topic_epoch != out->topic_epoch) {
+        /* two incarnations of a name hosted at once: report the newest */
+        if (br->ident.topic_epoch < out->topic_epoch)
+            return;
+        out->n_ranges = 0;
+    }
+    if (out->n_ranges >= VT_PROTO_LOCATE_MAX_RANGES)
+        return;
+    out->topic_epoch = br->ident.topic_epoch;
+    struct vt_range_location *l = &out->ranges[out->n_ranges++];
+    memset(l, 0, sizeof(*l));
+    memcpy(l->range_id, br->ident.range_id, 16);
+    l->range_generation = br->ident.range_generation;
+    l->has_leader = vt_locate_range_hint(b, ra, l->leader, &l->fencing_epoch, l->leader_addr,
+                                         sizeof(l->leader_addr)) ? 1 : 0;
+    if (!l->has_leader) {
+        memset(l->leader, 0, 16);
+        l->leader_addr[0] = '\0';
+    }
+    l->n_replicas = (uint8_t)br->n_replicas;
+    for (uint32_t k = 0; k < br->n_replicas; k++)
+        memcpy(l->replicas[k], br->replicas[k], 16);
+}
+
+/* Ranges in a stable order (the table's order is a hash's): by range id. */
+static int
+by_range_id(const void *a, const void *b)
+{
+    const struct vt_range_location *x = a, *y = b;
+    int c = memcmp(x->range_id, y->range_id, 16);
+    if (c != 0)
+        return c;
+    return x->range_generation < y->range_generation ? -1
+           : x->range_generation > y->range_generation;
+}
+
 int
-vt_locate_static(const struct vt_broker *b, const char *topic, struct vt_locate_resp *out)
+vt_locate_static(struct vt_broker *b, const char *topic, struct vt_locate_resp *out)
 {
     VT_ASSERT(out != NULL && out->ranges != NULL && topic != NULL);
     struct vt_range_location *locs = out->ranges;
@@ -64,39 +114,16 @@ vt_locate_static(const struct vt_broker *b, const char *topic, struct vt_locate_
     out->ranges = locs;
     snprintf(out->topic, sizeof(out->topic), "%s", topic);
     out->source = VT_LOCATE_SRC_STATIC;
-    for (uint32_t i = 0; i < b->n_ranges && out->n_ranges < VT_PROTO_LOCATE_MAX_RANGES; i++) {
-        const struct vt_broker_range *br = &b->ranges[i];
-        if (strcmp(br->ident.topic, topic) != 0)
-            continue;
-        if (out->n_ranges > 0 && br->ident.topic_epoch != out->topic_epoch) {
-            /* two incarnations of a name hosted at once: report the newest */
-            if (br->ident.topic_epoch < out->topic_epoch)
-                continue;
-            out->n_ranges = 0;
-        }
-        out->topic_epoch = br->ident.topic_epoch;
-        struct vt_range_location *l = &locs[out->n_ranges++];
-        memset(l, 0, sizeof(*l));
-        memcpy(l->range_id, br->ident.range_id, 16);
-        l->range_generation = br->ident.range_generation;
-        l->has_leader = vt_locate_range_hint(b, i, l->leader, &l->fencing_epoch, l->leader_addr,
-                                             sizeof(l->leader_addr)) ? 1 : 0;
-        if (!l->has_leader) {
-            memset(l->leader, 0, 16);
-            l->leader_addr[0] = '\0';
-        }
-        const struct vt_node_range *cr = &b->cfg->ranges[i];
-        if (cr->n_replicas == 0) {
-            l->n_replicas = 1;
-            (void)self_uuid(b, l->replicas[0]);
-        } else {
-            l->n_replicas = (uint8_t)cr->n_replicas;
-            for (uint32_t k = 0; k < cr->n_replicas; k++)
-                memcpy(l->replicas[k], cr->replica_ids[k], 16);
-        }
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        const struct vt_range_snap *snap = vt_broker_snap_acquire(b, c);
+        for (uint32_t i = 0; i < snap->n; i++)
+            if (strcmp(snap->ranges[i]->br.ident.topic, topic) == 0)
+                locate_one(b, snap->ranges[i], out);
+        vt_broker_snap_release(b, c);
     }
     if (out->n_ranges == 0)
         return -ENOENT;
+    qsort(locs, out->n_ranges, sizeof(*locs), by_range_id);
     for (uint32_t k = 0; k < out->n_ranges; k++) {
         locs[k].index = k;
         locs[k].count = out->n_ranges;

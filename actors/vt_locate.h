@@ -10,19 +10,23 @@
 #include "vt_node_ctx.h"
 #include "vt_proto.h"
 
+struct vt_range_actor;
+
 /* Fills `out` (out->ranges: VT_PROTO_LOCATE_MAX_RANGES entries) with the
- * hosted ranges of `topic`, racily reading what each range's core
+ * hosted ranges of `topic`, from every core's published range list
+ * (vt_broker_snap_acquire), racily reading what each range's core
  * published. 0, or -ENOENT when no hosted range belongs to the topic. Any
  * core. */
-int vt_locate_static(const struct vt_broker *b, const char *topic, struct vt_locate_resp *out);
+int vt_locate_static(struct vt_broker *b, const char *topic, struct vt_locate_resp *out);
 
 /* This node's native address "host:port" as clients reach it. */
 void vt_locate_self_addr(const struct vt_broker *b, char *out, size_t out_len);
 
 /* The leader hint of a hosted range (for NotLeader / Fenced answers):
  * false when no leader is known. `addr` gets the leader's native address
- * ("" unknown). Any core (racy reads). */
-bool vt_locate_range_hint(const struct vt_broker *b, uint32_t idx, uint8_t leader[16],
-                          uint64_t *epoch, char *addr, size_t addr_len);
+ * ("" unknown). The range's core, or a holder of a snapshot naming it
+ * (racy reads). */
+bool vt_locate_range_hint(const struct vt_broker *b, const struct vt_range_actor *ra,
+                          uint8_t leader[16], uint64_t *epoch, char *addr, size_t addr_len);
 
 #endif

@@ -215,6 +215,7 @@ static const struct vt_cfg_field limits_fields[] = {
     VT_CFG_U64_F(LM, max_segment_records, "max_segment_records", false, 1, 10000000),
     VT_CFG_SIZE_F(LM, retention_bytes, "retention_bytes", false, 0, UINT64_MAX),
     VT_CFG_DURATION_F(LM, retention_ms, "retention_age", false, 0, UINT64_MAX),
+    VT_CFG_U32_F(LM, max_ranges, "max_ranges", false, 1, 100000),
 };
 #undef LM
 static const struct vt_cfg_schema limits_schema = {
@@ -542,6 +543,10 @@ limits_validate(const struct vt_node_config *c, struct vt_cfg_check *chk)
         return vt_cfg_check_fail(chk, set_or(chk, small, "limits.max_batch"),
                                  "budgets.connection, .range and .core must each hold at least "
                                  "one limits.max_batch, or a full batch could never be accepted");
+    if (c->n_ranges > l->max_ranges)
+        return vt_cfg_check_fail(chk, set_or(chk, "limits.max_ranges", "ranges"),
+                                 "%u ranges are configured but limits.max_ranges is %u",
+                                 c->n_ranges, l->max_ranges);
     if (c->has_native && c->native.max_frame_bytes < l->max_batch_bytes + 512)
         return vt_cfg_check_fail(chk, set_or(chk, "native.max_frame", "limits.max_batch"),
                                  "native.max_frame must exceed limits.max_batch by 512 bytes "
@@ -654,7 +659,8 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
     cfg->limits = (struct vt_node_limits){.max_record_bytes = 1u << 20,
                                           .max_batch_bytes = 4u << 20,
                                           .max_segment_bytes = 256ull << 20,
-                                          .max_segment_records = 10000000};
+                                          .max_segment_records = 10000000,
+                                          .max_ranges = 4096};
     cfg->replication = (struct vt_node_replication){.quorum_timeout_ms = 2000,
                                                     .connect_timeout_ms = 2000,
                                                     .window_requests = 16,

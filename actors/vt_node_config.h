@@ -100,6 +100,7 @@ struct vt_node_limits {
     uint64_t max_segment_records;
     uint64_t retention_bytes; /* 0 = keep everything */
     uint64_t retention_ms;    /* 0 = no age bound */
+    uint32_t max_ranges;      /* ranges hosted at once (static and opened at runtime) */
 };
 
 /* Byte budgets; exceeding one answers the retryable Overloaded. */

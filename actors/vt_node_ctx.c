@@ -1,20 +1,10 @@
-/* The node context's lookups (see vt_node_ctx.h): read-only after boot,
- * callable on any core. */
+/* The node context's helpers (see vt_node_ctx.h); the range table and its
+ * lookup are in vt_range_table.c. */
 #include "vt_node_ctx.h"
 
 #include <string.h>
 
 #include "vt_metrics.h"
-
-int
-vt_broker_find_range(const struct vt_broker *b, const struct vt_range_ident *id)
-{
-    for (uint32_t i = 0; i < b->n_ranges; i++) {
-        if (vt_range_ident_equal(&b->ranges[i].ident, id))
-            return (int)i;
-    }
-    return -1;
-}
 
 struct vt_metrics_shard *
 vt_broker_shard(const struct vt_broker *b, struct vt_core *core)

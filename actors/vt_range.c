@@ -16,22 +16,20 @@
 #include "vt_locate.h"
 #include "vt_metrics.h"
 
-enum { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2 };
-
 /* Everything of a range actor runs on the range's owning core. */
 #define RANGE_OWNED(ra)                                                                    \
     VT_ASSERT(vt_core_self() != NULL &&                                                    \
-              vt_core_id(vt_core_self()) == (ra)->b->ranges[(ra)->idx].core)
+              vt_core_id(vt_core_self()) == (ra)->br.core)
 
 struct vt_range_actor *
-vt_range_actor_new(struct vt_broker *b, uint32_t idx)
+vt_range_actor_new(struct vt_broker *b, const struct vt_broker_range *br)
 {
     struct vt_range_actor *ra = calloc(1, sizeof(*ra));
     if (ra == NULL)
         return NULL;
     ra->b = b;
-    ra->idx = idx;
-    ra->fencing_epoch = b->ranges[idx].fencing_epoch;
+    ra->br = *br;
+    ra->fencing_epoch = br->fencing_epoch;
     return ra;
 }
 
@@ -81,6 +79,11 @@ range_fail(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *fmt,
     vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
     va_end(ap);
     r->err_code = code;
+    /* a refusal that sends the client elsewhere says where (the range's core
+     * owns what the hint reads) */
+    if ((code == VT_E_NOT_LEADER || code == VT_E_FENCED) && !r->has_hint && r->ra != NULL)
+        r->has_hint = vt_locate_range_hint(r->b, r->ra, r->hint_leader, &r->hint_epoch,
+                                           r->hint_addr, sizeof(r->hint_addr));
     range_finish(c, r);
 }
 
@@ -99,8 +102,8 @@ log_fail(struct vt_core *c, struct vt_breq *r, enum vt_repl_err_site site, int r
 static void
 range_redirect(struct vt_core *c, struct vt_breq *r, uint16_t code, const char *why)
 {
-    r->has_hint = vt_locate_range_hint(r->b, r->range_idx, r->hint_leader, &r->hint_epoch,
-                                       r->hint_addr, sizeof(r->hint_addr));
+    r->has_hint = vt_locate_range_hint(r->b, r->ra, r->hint_leader, &r->hint_epoch, r->hint_addr,
+                                       sizeof(r->hint_addr));
     range_fail(c, r, code, "%s", why);
 }
 
@@ -111,7 +114,7 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
 {
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
-    publish(r->b->ranges[r->range_idx].actor);
+    publish(r->ra);
     if (rc != 0) {
         log_fail(c, r, VT_REPL_ERR_DURABLE, rc, NULL);
         return;
@@ -145,11 +148,23 @@ range_epoch(const struct vt_range_actor *ra)
     return ra->repl != NULL ? vt_repl_range_epoch(ra->repl) : ra->fencing_epoch;
 }
 
+void
+vt_range_actor_set_leader_addr(struct vt_range_actor *ra, const char *addr)
+{
+    RANGE_OWNED(ra);
+    snprintf(ra->leader_addr, sizeof(ra->leader_addr), "%s", addr);
+}
+
 static void
 redirect_why(const struct vt_range_actor *ra, char *why, size_t len, const char *what)
 {
     char leader[37];
-    vt_uuid_format(ra->b->ranges[ra->idx].leader_uuid, leader);
+    if (!ra->br.has_leader) {
+        snprintf(why, len, "%s; its leader is not known yet (epoch %llu)", what,
+                 (unsigned long long)range_epoch(ra));
+        return;
+    }
+    vt_uuid_format(ra->br.leader_uuid, leader);
     snprintf(why, len, "%s; its leader is %s at epoch %llu", what, leader,
              (unsigned long long)range_epoch(ra));
 }
@@ -165,12 +180,26 @@ range_produce(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
                                             : "closing");
         return;
     }
-    const struct vt_broker_range *br = &ra->b->ranges[ra->idx];
-    char why[160];
-    if (br->replicated && !br->leader) {
-        redirect_why(ra, why, sizeof(why), "this replica does not lead the range");
-        range_redirect(c, r, VT_E_NOT_LEADER, why);
+    const struct vt_broker_range *br = &ra->br;
+    if (r->durability == VT_DUR_BUFFERED || (r->durability == VT_DUR_QUORUM && !br->replicated) ||
+        (r->durability == VT_DUR_LOCAL && br->replicated)) {
+        range_fail(c, r, VT_E_INVALID_REQUEST, "%s",
+                   r->durability == VT_DUR_BUFFERED
+                       ? "buffered durability is refused: vtop acknowledges only durable data"
+                   : br->replicated ? "range is replicated: produce with quorum durability"
+                                    : "quorum durability needs a replicated range; this one has "
+                                      "no replicas (use local)");
         return;
+    }
+    char why[160];
+    if (br->replicated && ra->repl != NULL) {
+        struct vt_repl_range_state st;
+        vt_repl_range_state(ra->repl, &st);
+        if (st.role == VT_REPL_ROLE_FOLLOWER) {
+            redirect_why(ra, why, sizeof(why), "this replica does not lead the range");
+            range_redirect(c, r, VT_E_NOT_LEADER, why);
+            return;
+        }
     }
     /* The epoch check happens here, on the range's core, right where the
      * batch is appended; the commit re-checks it before acknowledging.
@@ -281,11 +310,17 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 
 /* ---- routing ------------------------------------------------------------------ */
 
+/* On the range's core: the range comes from this core's own table. */
 static void
 handle(struct vt_core *c, struct vt_breq *r)
 {
-    struct vt_range_actor *ra = r->b->ranges[r->range_idx].actor;
-    VT_ASSERT(vt_core_self() == c && vt_core_id(c) == r->b->ranges[r->range_idx].core);
+    VT_ASSERT(vt_core_self() == c);
+    struct vt_range_actor *ra = vt_broker_find_range(r->b->cores[vt_core_id(c)], &r->range);
+    if (ra == NULL) {
+        range_fail(c, r, VT_E_WRONG_RANGE, "range %s is not hosted here", r->range.topic);
+        return;
+    }
+    r->ra = ra;
     if (r->kind == VT_K_PRODUCE)
         range_produce(c, ra, r);
     else
@@ -304,7 +339,7 @@ on_call(struct vt_core *c, const struct vt_msg *m)
 void
 vt_range_submit(struct vt_broker *b, struct vt_core *self, struct vt_breq *r)
 {
-    unsigned owner = b->ranges[r->range_idx].core;
+    unsigned owner = vt_range_ident_core(&r->range, vt_runtime_cores(b->rt));
     VT_ASSERT(vt_core_self() == self && r->on_done != NULL);
     r->b = b;
     if (owner == vt_core_id(self)) {
@@ -352,7 +387,7 @@ on_retained(struct vt_rlog *l, int rc, uint32_t removed, void *arg)
     ra->retaining = false;
     atomic_store(&ra->start_g, vt_rlog_start_offset(l));
     if (rc != 0 && rc != -ECANCELED) {
-        VT_WARN_RL(10000, "range %s: retention failed: %s", ra->b->ranges[ra->idx].ident.topic,
+        VT_WARN_RL(10000, "range %s: retention failed: %s", ra->br.ident.topic,
                    strerror(-rc));
         return;
     }
@@ -436,6 +471,8 @@ range_ready(void *arg)
 {
     struct vt_range_actor *ra = arg;
     RANGE_OWNED(ra);
+    if (ra->state == RA_CLOSING)
+        return; /* closed while its replication half got ready */
     ra->state = RA_READY;
     atomic_store(&ra->start_g, vt_rlog_start_offset(ra->log));
     atomic_store(&ra->pub.epoch, range_epoch(ra));
@@ -446,8 +483,17 @@ range_ready(void *arg)
         vt_timer_arm(vt_core_self(), &ra->retain_tick, retain_period_ms(ra->b->cfg));
         retain_now(ra); /* a range reopened over its bound trims at once */
     }
-    if (atomic_fetch_add(&ra->b->ranges_ready, 1) + 1 == ra->b->n_ranges)
-        vt_health_set(vt_runtime_health(ra->b->rt), ra->b->health_ranges, true, "recovered");
+    vt_range__opened(ra, 0);
+}
+
+static void
+range_failed(struct vt_range_actor *ra, int rc)
+{
+    if (ra->state == RA_CLOSING)
+        return; /* the close already took over */
+    ra->state = RA_FAILED;
+    atomic_store(&ra->state_g, RA_FAILED);
+    vt_range__opened(ra, rc);
 }
 
 static void
@@ -457,12 +503,9 @@ single_begun(struct vt_rlog *l, int rc, void *arg)
     struct vt_range_actor *ra = arg;
     RANGE_OWNED(ra);
     if (rc != 0) {
-        VT_ERROR("range %s: cannot record fencing epoch %llu: %s",
-                 ra->b->ranges[ra->idx].ident.topic, (unsigned long long)ra->fencing_epoch,
-                 strerror(-rc));
-        ra->state = RA_FAILED;
-        atomic_store(&ra->state_g, RA_FAILED);
-        atomic_store(&ra->b->start_failed, 1);
+        VT_ERROR("range %s: cannot record fencing epoch %llu: %s", ra->br.ident.topic,
+                 (unsigned long long)ra->fencing_epoch, strerror(-rc));
+        range_failed(ra, rc);
         return;
     }
     range_ready(ra);
@@ -474,18 +517,21 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
 {
     struct vt_range_actor *ra = arg;
     RANGE_OWNED(ra);
-    struct vt_broker_range *br = &ra->b->ranges[ra->idx];
+    struct vt_broker_range *br = &ra->br;
+    ra->opening = false;
     if (rc != 0) {
-        ra->state = RA_FAILED;
-        atomic_store(&ra->state_g, RA_FAILED);
         if (ra->repl != NULL)
             vt_repl_range_failed(ra->repl);
         VT_ERROR("range %s (%s) failed to open: %s [%s]", br->ident.topic, br->dir, err->msg,
                  err->path);
-        atomic_store(&ra->b->start_failed, 1);
+        range_failed(ra, rc);
         return;
     }
     ra->log = l;
+    if (ra->close_asked) { /* closed while it recovered: the close takes the log */
+        range_failed(ra, -ECANCELED);
+        return;
+    }
     VT_INFO("range %s recovered: committed %llu, %u sealed segments, %llu uncommitted bytes cut"
             "%s", br->ident.topic, (unsigned long long)vt_rlog_committed(l),
             rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
@@ -507,7 +553,7 @@ static void on_open_retry(struct vt_core *core, struct vt_timer *t);
 void
 vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
 {
-    struct vt_broker_range *br = &ra->b->ranges[ra->idx];
+    struct vt_broker_range *br = &ra->br;
     const struct vt_node_config *cfg = ra->b->cfg;
     VT_ASSERT(vt_core_self() == core && vt_core_id(core) == br->core);
     struct vt_rlog_config rc;
@@ -526,7 +572,10 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
     rc.on_commit = on_commit;
     rc.on_commit_arg = ra;
     struct vt_rlog *l;
+    ra->opening = true; /* until on_open */
     int rc2 = vt_rlog_open(core, &rc, on_open, ra, &l);
+    if (rc2 != 0)
+        ra->opening = false;
     if (rc2 == -EAGAIN && !ra->stopped) {
         /* the core's I/O ring is full of other ranges' opens: backpressure,
          * not a failure; try again once some of them are done */
@@ -537,9 +586,7 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
     }
     if (rc2 != 0) {
         VT_ERROR("range %s: cannot start opening: %s", br->ident.topic, strerror(-rc2));
-        ra->state = RA_FAILED;
-        atomic_store(&ra->state_g, RA_FAILED);
-        atomic_store(&ra->b->start_failed, 1);
+        range_failed(ra, rc2);
     }
 }
 

@@ -38,7 +38,8 @@ struct vt_breq {
     uint32_t charged_bytes;   /* budget charged while in flight */
     uint8_t durability;       /* produce: enum vt_proto_durability */
     /* request */
-    uint32_t range_idx;
+    struct vt_range_ident range;
+    struct vt_range_actor *ra; /* set on the range's core while it serves the request */
     uint64_t fencing_epoch;
     uint8_t *batch;
     uint32_t batch_len, records;
@@ -62,12 +63,14 @@ struct vt_breq {
     struct vt_msg call;       /* the call as the range core received it */
 };
 
-/* owner: the range's core (allocated by the main thread before start) */
+/* owner: the range's core (allocated there by the open, or by the main
+ * thread for a configured range); freed by that core once no snapshot
+ * names it. */
 struct vt_range_actor {
     struct vt_broker *b;
-    uint32_t idx;
+    struct vt_broker_range br; /* immutable while the actor lives */
     struct vt_rlog *log;
-    int state;                /* 0 opening, 1 ready, 2 failed, 3 closing */
+    int state;                /* enum vt_range_state */
     uint64_t fencing_epoch;   /* single-node ranges: the epoch this node writes */
     struct vt_repl_range *repl; /* replicated ranges only */
     /* retention (limits.retention_bytes / retention_age): after a roll and
@@ -75,20 +78,36 @@ struct vt_range_actor {
      * same timer retries an open the I/O ring had no room for. */
     struct vt_timer retain_tick;
     uint64_t rolls_seen;
-    bool retaining, stopped, open_waiting;
+    bool retaining, stopped, open_waiting, opening, close_asked;
+    bool failed_counted;      /* counted in b->opens_failed */
+    /* who waits for the open / the close (vt_range_table.c) */
+    struct vt_range_op *open_op, *close_op;
+    struct vt_range_actor *retired_next;
     /* single writer: this core; read racily by status and metrics
      * (pub.epoch/hwm and the followers are written by the replication half) */
     _Atomic uint64_t start_g;
     _Atomic int state_g;
     struct vt_repl_pub pub;
+    /* the native address of the leader the lease watcher last named ("" unknown);
+     * owner: this core (the cluster actor sends it) */
+    char leader_addr[VT_PROTO_HINT_ADDR_MAX + 1];
 };
 
-struct vt_range_actor *vt_range_actor_new(struct vt_broker *b, uint32_t idx);
+enum vt_range_state { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2, RA_CLOSING = 3 };
+
+/* `br` filled by the caller. NULL when out of memory. Any thread (the
+ * actor is not yet shared). */
+struct vt_range_actor *vt_range_actor_new(struct vt_broker *b, const struct vt_broker_range *br);
 void vt_range_actor_free(struct vt_range_actor *ra);
-/* On the owning core: opens the range log (recovery on the I/O thread). */
+/* On the owning core: the native address of the leader the lease view names. */
+void vt_range_actor_set_leader_addr(struct vt_range_actor *ra, const char *addr);
+/* On the owning core: opens the range log (recovery on the I/O thread);
+ * vt_range_table.c:vt_range__opened learns the outcome. */
 void vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core);
-/* On the owning core at shutdown, before its log closes: stops its timers. */
+/* On the owning core, before its log closes: stops its timers. */
 void vt_range_actor_stop(struct vt_range_actor *ra);
+/* On the owning core, from the open's outcome: 0 ready, else -errno. */
+void vt_range__opened(struct vt_range_actor *ra, int rc);
 
 /* On a session's core: routes `r` to its range's core (or runs it here).
  * The answer arrives through r->done on this core. */

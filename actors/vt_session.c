@@ -14,6 +14,7 @@
 #include "vt_fsutil.h"
 #include "vt_manifest.h"
 #include "vt_metrics.h"
+#include "vt_cluster.h"
 #include "vt_locate.h"
 #include "vt_range.h"
 
@@ -263,12 +264,6 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
         answer_error(s, id, VT_K_PRODUCE, VT_E_INVALID_REQUEST, "%s", why);
         return;
     }
-    int idx = vt_broker_find_range(s->b, &m.range);
-    if (idx < 0) {
-        answer_error(s, id, VT_K_PRODUCE, VT_E_WRONG_RANGE, "range %s is not hosted here",
-                     m.range.topic);
-        return;
-    }
     struct vt_batch_hdr h;
     if (vt_batch_validate(m.batch, m.batch_len, (uint32_t)cfg->limits.max_batch_bytes,
                           (uint32_t)cfg->limits.max_record_bytes, &h, &why) != 0 ||
@@ -288,19 +283,8 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
                      "producer id must equal the session principal");
         return;
     }
-    const struct vt_broker_range *br = &s->b->ranges[idx];
-    if (m.durability == VT_DUR_BUFFERED ||
-        (m.durability == VT_DUR_QUORUM && !br->replicated) ||
-        (m.durability == VT_DUR_LOCAL && br->replicated)) {
-        answer_error(s, id, VT_K_PRODUCE, VT_E_INVALID_REQUEST, "%s",
-                     m.durability == VT_DUR_BUFFERED
-                         ? "buffered durability is refused: vtop acknowledges only durable data"
-                     : br->replicated
-                         ? "range is replicated: produce with quorum durability"
-                         : "quorum durability needs a replicated range; this one has no "
-                           "replicas (use local)");
-        return;
-    }
+    /* whether the range is hosted, replicated, and takes this durability is
+     * its own core's to say (vt_range.c) */
     if (budget_check(s, m.batch_len, &why) != 0) {
         answer_error(s, id, VT_K_PRODUCE, VT_E_OVERLOADED, "%s", why);
         return;
@@ -316,7 +300,7 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
     r->batch = copy;
     r->batch_len = m.batch_len;
     r->records = h.record_count;
-    r->range_idx = (uint32_t)idx;
+    r->range = m.range;
     r->fencing_epoch = m.fencing_epoch;
     r->durability = m.durability;
     charge(s, r, m.batch_len);
@@ -336,12 +320,6 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
     }
     if (vt_proto_decode_fetch(f->payload, f->payload_len, &m, &why) != 0) {
         answer_error(s, id, VT_K_FETCH, VT_E_INVALID_REQUEST, "%s", why);
-        return;
-    }
-    int idx = vt_broker_find_range(s->b, &m.range);
-    if (idx < 0) {
-        answer_error(s, id, VT_K_FETCH, VT_E_WRONG_RANGE, "range %s is not hosted here",
-                     m.range.topic);
         return;
     }
     if (m.max_records > s->neg.max_records) {
@@ -380,7 +358,7 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
         return;
     }
     r->buf = buf;
-    r->range_idx = (uint32_t)idx;
+    r->range = m.range;
     r->fencing_epoch = m.fencing_epoch;
     r->fetch_start = m.start;
     r->max_bytes = (uint32_t)cap;
@@ -392,17 +370,16 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
 
 /* Racy reads of what the range's core published about its replicas. */
 static void
-fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
+fill_replicas(struct vt_range_actor *ra, struct vt_range_status *st)
 {
-    const struct vt_broker_range *br = &b->ranges[i];
-    struct vt_range_actor *ra = br->actor;
+    const struct vt_broker_range *br = &ra->br;
     st->role = !br->replicated ? VT_RS_ROLE_SINGLE
                : br->leader    ? VT_RS_ROLE_LEADER
                                : VT_RS_ROLE_FOLLOWER;
     if (!br->replicated)
         return;
     if (!br->leader) {
-        st->n_replicas = 1;
+        st->n_replicas = br->has_leader ? 1 : 0;
         memcpy(st->replicas[0].node, br->leader_uuid, 16);
         return;
     }
@@ -410,7 +387,7 @@ fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
     for (uint32_t f = 0; f < br->n_followers; f++) {
         struct vt_replica_status *x = &st->replicas[f];
         const struct vt_repl_follower_pub *p = &ra->pub.followers[f];
-        memcpy(x->node, b->cfg->replication.peers[br->follower_peer[f]].node, 16);
+        memcpy(x->node, br->follower_uuid[f], 16);
         x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
         x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
         x->durable = atomic_load_explicit(&p->durable, memory_order_relaxed);
@@ -426,6 +403,24 @@ fill_replicas(const struct vt_broker *b, uint32_t i, struct vt_range_status *st)
 }
 
 static void
+fill_status(struct vt_range_actor *ra, struct vt_range_status *st)
+{
+    st->range = ra->br.ident;
+    st->fencing_epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
+    st->start_offset = atomic_load_explicit(&ra->start_g, memory_order_relaxed);
+    st->next_offset = atomic_load_explicit(&ra->pub.next, memory_order_relaxed);
+    st->committed = atomic_load_explicit(&ra->pub.committed, memory_order_relaxed);
+    st->hwm = ra->br.replicated ? atomic_load_explicit(&ra->pub.hwm, memory_order_relaxed)
+                                : st->committed;
+    int state = atomic_load_explicit(&ra->state_g, memory_order_relaxed);
+    st->state = (uint8_t)(state == RA_CLOSING ? RA_FAILED : state); /* the wire has 0..2 */
+    fill_replicas(ra, st);
+}
+
+/* Every core's published range list, held for the answer's encoding
+ * (vt_broker_snap_acquire: the lists and the actors they name stay valid);
+ * at most VT_PROTO_STATUS_MAX_RANGES ranges are reported. */
+static void
 handle_node_status(struct vt_session *s, const struct vt_frame *f)
 {
     SESSION_OWNED(s);
@@ -435,29 +430,35 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
         return;
     }
     struct vt_broker *b = s->b;
-    size_t cap = 128 + (size_t)b->n_ranges * 960;
+    unsigned cores = vt_runtime_cores(b->rt);
+    const struct vt_range_snap **snaps = calloc(cores, sizeof(*snaps));
+    if (snaps == NULL) {
+        close_conn(s, "out of memory");
+        return;
+    }
+    uint32_t n = 0;
+    for (unsigned c = 0; c < cores; c++) {
+        snaps[c] = vt_broker_snap_acquire(b, c);
+        n += snaps[c]->n;
+    }
+    if (n > VT_PROTO_STATUS_MAX_RANGES)
+        n = VT_PROTO_STATUS_MAX_RANGES;
+    size_t cap = 128 + (size_t)n * 960;
     r->buf = malloc(cap);
-    struct vt_range_status *st = calloc(b->n_ranges ? b->n_ranges : 1, sizeof(*st));
+    struct vt_range_status *st = calloc(n ? n : 1, sizeof(*st));
+    uint32_t k = 0;
+    for (unsigned c = 0; st != NULL && c < cores; c++)
+        for (uint32_t i = 0; i < snaps[c]->n && k < n; i++)
+            fill_status(snaps[c]->ranges[i], &st[k++]);
+    for (unsigned c = 0; c < cores; c++)
+        vt_broker_snap_release(b, c);
+    free(snaps);
     if (r->buf == NULL || st == NULL) {
         free(st);
         close_conn(s, "out of memory");
         return;
     }
-    /* Racy reads of single-writer counters published by each range's core. */
-    for (uint32_t i = 0; i < b->n_ranges; i++) {
-        struct vt_range_actor *ra = b->ranges[i].actor;
-        st[i].range = b->ranges[i].ident;
-        st[i].fencing_epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
-        st[i].start_offset = atomic_load_explicit(&ra->start_g, memory_order_relaxed);
-        st[i].next_offset = atomic_load_explicit(&ra->pub.next, memory_order_relaxed);
-        st[i].committed = atomic_load_explicit(&ra->pub.committed, memory_order_relaxed);
-        st[i].hwm = b->ranges[i].replicated
-                        ? atomic_load_explicit(&ra->pub.hwm, memory_order_relaxed)
-                        : st[i].committed;
-        st[i].state = (uint8_t)atomic_load_explicit(&ra->state_g, memory_order_relaxed);
-        fill_replicas(b, i, &st[i]);
-    }
-    struct vt_node_status_resp m = {.n_ranges = b->n_ranges, .ranges = st};
+    struct vt_node_status_resp m = {.n_ranges = k, .ranges = st};
     snprintf(m.node_id, sizeof(m.node_id), "%s", b->node_uuid);
     struct vt_wr w;
     vt_wr_init(&w, r->buf, cap);
@@ -469,6 +470,67 @@ handle_node_status(struct vt_session *s, const struct vt_frame *f)
 }
 
 /* Any role may locate: producers and consumers both need the leader. */
+/* Encodes a Locate answer into r (0, or -ENOMEM). */
+static int
+locate_encode(struct vt_breq *r, const struct vt_locate_resp *m)
+{
+    size_t cap = 512 + (size_t)m->n_ranges * (64 + VT_PROTO_HINT_ADDR_MAX +
+                                              16 * VT_PROTO_LOCATE_MAX_REPLICAS);
+    r->buf = malloc(cap);
+    if (r->buf == NULL)
+        return -ENOMEM;
+    struct vt_wr w;
+    vt_wr_init(&w, r->buf, cap);
+    vt_proto_encode_locate_resp(&w, m);
+    VT_ASSERT(vt_wr_ok(&w));
+    r->len = (uint32_t)w.len;
+    return 0;
+}
+
+/* The cluster actor's answer, back on the session's core. */
+static void
+located(struct vt_core *core, struct vt_cluster_locate *q)
+{
+    struct vt_breq *r = q->arg;
+    if (q->code != 0) {
+        r->err_code = q->code;
+        snprintf(r->err_msg, sizeof(r->err_msg), "%s", q->why);
+    } else if (locate_encode(r, &q->resp) != 0) {
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "out of memory for the Locate answer");
+    }
+    free(q->resp.ranges);
+    free(q);
+    session_complete(core, r);
+}
+
+/* A node in a metadata group answers for any topic, from metadata. */
+static void
+locate_from_metadata(struct vt_session *s, struct vt_breq *r, const char *topic)
+{
+    struct vt_cluster_locate *q = calloc(1, sizeof(*q));
+    struct vt_range_location *locs = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(*locs));
+    if (q == NULL || locs == NULL) {
+        free(q);
+        free(locs);
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "out of memory for a Locate");
+        session_complete(s->core, r);
+        return;
+    }
+    snprintf(q->topic, sizeof(q->topic), "%s", topic);
+    q->done = located;
+    q->arg = r;
+    q->resp.ranges = locs;
+    if (vt_cluster_locate(s->b->cluster, s->core, q) != 0) {
+        free(q);
+        free(locs);
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "core 0 is busy: retry the Locate");
+        session_complete(s->core, r);
+    }
+}
+
 static void
 handle_locate(struct vt_session *s, const struct vt_frame *f)
 {
@@ -480,6 +542,10 @@ handle_locate(struct vt_session *s, const struct vt_frame *f)
         return;
     }
     struct vt_breq *r = breq_new(s, f->request_id, VT_K_LOCATE);
+    if (r != NULL && s->b->cluster != NULL) {
+        locate_from_metadata(s, r, topic);
+        return;
+    }
     struct vt_range_location *locs = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(*locs));
     if (r == NULL || locs == NULL) {
         free(locs);

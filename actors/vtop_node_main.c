@@ -97,7 +97,7 @@ announce_ready(struct node *nd)
         /* and until every range recovered (and, if it leads, began its epoch), so
          * "ready" means requests are served; recovery of a large log may take a while */
         end = vt_clock_mono_ms() + 600000;
-        while (atomic_load(&nd->broker->ranges_ready) < nd->broker->n_ranges) {
+        while (atomic_load(&nd->broker->ranges_ready) < nd->broker->n_boot) {
             if (atomic_load(&nd->broker->start_failed) || vt_clock_mono_ms() > end) {
                 VT_ERROR("ranges did not recover");
                 return 1;

@@ -129,3 +129,4 @@ vt_range_ident_equal(const struct vt_range_ident *a, const struct vt_range_ident
     return memcmp(a->range_id, b->range_id, 16) == 0 && strcmp(a->topic, b->topic) == 0 &&
            a->topic_epoch == b->topic_epoch && a->range_generation == b->range_generation;
 }
+

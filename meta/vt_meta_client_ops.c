@@ -240,6 +240,9 @@ cmd_invalid(const struct vt_meta_cmd *c)
             return "reg.expected_generation: set without has_expected";
         if (vt_codec_utf8_check(c->u.reg.addr, c->u.reg.addr_len, true, &bad) != 0)
             return "reg.addr: not UTF-8 without NUL";
+        if (c->u.reg.native_len > VT_META_ADDR_MAX ||
+            vt_codec_utf8_check(c->u.reg.native_addr, c->u.reg.native_len, true, &bad) != 0)
+            return "reg.native_addr: at most 256 bytes of UTF-8 without NUL";
         return NULL;
     }
     case VT_META_CMD_SET_NODE_STATE:
@@ -248,6 +251,12 @@ cmd_invalid(const struct vt_meta_cmd *c)
                    ? NULL
                    : "set_state.state: not Active, Draining or Dead";
     case VT_META_CMD_CREATE_TOPIC:
+        if (c->u.create.n_ranges < 1 || c->u.create.n_ranges > VT_META_TOPIC_RANGES_MAX)
+            return "create.n_ranges: must be 1..1024";
+        if (c->u.create.rf < 1 || c->u.create.rf > VT_META_RF_MAX)
+            return "create.rf: must be 1..7";
+        if (c->u.create.n_explicit != 0 && c->u.create.n_explicit != c->u.create.rf)
+            return "create.n_explicit: must be 0 or rf";
         return vt_meta_topic_name_valid(c->u.create.name, c->u.create.name_len)
                    ? NULL
                    : "create.name: 1..249 bytes of [A-Za-z0-9._-] required";
@@ -259,6 +268,11 @@ cmd_invalid(const struct vt_meta_cmd *c)
     case VT_META_CMD_RELEASE_LEASE:
     case VT_META_CMD_ACQUIRE_LEASE:
     case VT_META_CMD_RENEW_LEASE: return NULL;
+    case VT_META_CMD_RENEW_NODE_LEASES:
+        return c->u.renew_node.n >= 1 && c->u.renew_node.n <= VT_META_RENEW_MAX &&
+                       c->u.renew_node.entries != NULL
+                   ? NULL
+                   : "renew_node.n: must be 1..1024 entries";
     default: return "kind: not a metadata command kind";
     }
 }

@@ -24,6 +24,13 @@ struct vt_metric_family {
     enum vt_metric_type type;
     int first_def; /* index of the first definition, -1 if none */
     int last_def;
+    uint32_t collectors; /* bit c: collector c emits series of this family */
+};
+
+/* A scrape-time source of series (vt_metrics_collector). Immutable after boot. */
+struct vt_metric_collector {
+    vt_metric_collect_fn *fn;
+    void *arg;
 };
 
 /* One registration (one series, or one series per core). Immutable after boot. */
@@ -51,6 +58,8 @@ struct vt_metrics {
     unsigned n_families, cap_families;
     struct vt_metric_def *defs;
     unsigned n_defs, cap_defs;
+    struct vt_metric_collector collectors[VT_METRICS_MAX_COLLECTORS];
+    unsigned n_collectors;
 };
 
 /* ---- construction ------------------------------------------------------ */
@@ -278,6 +287,23 @@ vt_metrics_grow(void **arr, unsigned *cap, unsigned need, size_t elem)
     return 0;
 }
 
+/* A new family with no series yet (room already grown). Its index or -ENOMEM. */
+static int
+vt_metrics_family_new(struct vt_metrics *m, enum vt_metric_type type, const char *name,
+                      const char *help)
+{
+    struct vt_metric_family f = {.type = type, .first_def = -1, .last_def = -1};
+    f.name = strdup(name);
+    f.help = strdup(help);
+    if (f.name == NULL || f.help == NULL) {
+        free(f.name);
+        free(f.help);
+        return -ENOMEM;
+    }
+    m->families[m->n_families] = f;
+    return (int)m->n_families++;
+}
+
 /* Appends a definition using `n_slots` slots; fills in family linkage. The
  * caller has validated everything. Returns the first slot or -errno. */
 static int
@@ -295,18 +321,9 @@ vt_metrics_add_def(struct vt_metrics *m, int family, enum vt_metric_type type, c
     d.labels = NULL;
     if (labels != NULL && labels[0] != '\0' && (d.labels = strdup(labels)) == NULL)
         return -ENOMEM;
-    if (family < 0) {
-        struct vt_metric_family f = {.type = type, .first_def = -1, .last_def = -1};
-        f.name = strdup(name);
-        f.help = strdup(help);
-        if (f.name == NULL || f.help == NULL) {
-            free(f.name);
-            free(f.help);
-            free(d.labels);
-            return -ENOMEM;
-        }
-        family = (int)m->n_families;
-        m->families[m->n_families++] = f;
+    if (family < 0 && (family = vt_metrics_family_new(m, type, name, help)) < 0) {
+        free(d.labels);
+        return family;
     }
     int idx = (int)m->n_defs;
     d.family = (unsigned)family;
@@ -392,6 +409,44 @@ vt_metrics_callback(struct vt_metrics *m, enum vt_metric_type type, const char *
         return rc;
     struct vt_metric_def tmpl = {.scale = 1.0, .fn = fn, .arg = arg};
     return vt_metrics_add_def(m, family, type, name, help, labels, &tmpl, 1);
+}
+
+int
+vt_metrics_collector(struct vt_metrics *m, vt_metric_collect_fn *fn, void *arg)
+{
+    if (m == NULL || fn == NULL)
+        return -EINVAL;
+    if (m->n_collectors == VT_METRICS_MAX_COLLECTORS)
+        return -ENOSPC;
+    m->collectors[m->n_collectors] = (struct vt_metric_collector){.fn = fn, .arg = arg};
+    return (int)m->n_collectors++;
+}
+
+int
+vt_metrics_collector_family(struct vt_metrics *m, int collector, enum vt_metric_type type,
+                            const char *name, const char *help)
+{
+    if (m == NULL || collector < 0 || (unsigned)collector >= m->n_collectors ||
+        (type != VT_METRIC_COUNTER && type != VT_METRIC_GAUGE) || !vt_metrics_name_valid(name) ||
+        help == NULL || strlen(help) >= VT_METRICS_MAX_HELP)
+        return -EINVAL;
+    int family = vt_metrics_family_find(m, name);
+    if (family >= 0) {
+        struct vt_metric_family *f = &m->families[family];
+        if (f->type != type || strcmp(f->help, help) != 0)
+            return -EINVAL;
+        if (f->collectors & (1u << collector))
+            return -EEXIST;
+    } else {
+        if (vt_metrics_grow((void **)&m->families, &m->cap_families, m->n_families + 1,
+                            sizeof(*m->families)))
+            return -ENOMEM;
+        family = vt_metrics_family_new(m, type, name, help);
+        if (family < 0)
+            return family;
+    }
+    m->families[family].collectors |= 1u << collector;
+    return 0;
 }
 
 /* ---- updates and racy reads -------------------------------------------- */
@@ -641,6 +696,40 @@ vt_metrics_out_def(struct vt_metrics_out *o, const struct vt_metrics *m,
     }
 }
 
+/* The scrape-time handle a collector writes through (vt_metrics_emit). */
+struct vt_metrics_emit {
+    struct vt_metrics_out *o;
+    const struct vt_metric_family *f;
+};
+
+int
+vt_metrics_emit(struct vt_metrics_emit *e, const char *name, const char *labels, double value)
+{
+    VT_ASSERT(e != NULL && e->o != NULL && e->f != NULL);
+    if (name == NULL || strcmp(name, e->f->name) != 0)
+        return -ENOENT;
+    if (labels != NULL && labels[0] == '\0')
+        labels = NULL;
+    if (labels != NULL && !vt_metrics_labels_valid(labels, NULL, NULL))
+        return -EINVAL;
+    vt_metrics_out_series(e->o, e->f->name, "", labels, -1, NULL);
+    vt_metrics_out_double(e->o, value);
+    vt_metrics_out_mem(e->o, "\n", 1);
+    return e->o->full ? -ENOSPC : 0;
+}
+
+static void
+vt_metrics_out_collected(struct vt_metrics_out *o, const struct vt_metrics *m,
+                         const struct vt_metric_family *f)
+{
+    for (unsigned c = 0; c < m->n_collectors && !o->full; c++) {
+        if ((f->collectors & (1u << c)) == 0)
+            continue;
+        struct vt_metrics_emit e = {.o = o, .f = f};
+        m->collectors[c].fn(m->collectors[c].arg, f->name, &e);
+    }
+}
+
 static const char *
 vt_metrics_type_name(enum vt_metric_type t)
 {
@@ -676,6 +765,7 @@ vt_metrics_render(struct vt_metrics *m, char *buf, size_t cap)
         vt_metrics_out_mem(&o, "\n", 1);
         for (int d = f->first_def; d >= 0 && !o.full; d = m->defs[d].next_def)
             vt_metrics_out_def(&o, m, f, &m->defs[d]);
+        vt_metrics_out_collected(&o, m, f);
     }
     if (o.full)
         return -ENOSPC;

@@ -54,6 +54,34 @@ int vt_metrics_callback(struct vt_metrics *m, enum vt_metric_type type, const ch
                         const char *labels, const char *help, vt_metric_read_fn *fn, void *arg)
     VT_MUST_USE;
 
+/* Collectors: series that come and go while the node runs (one per hosted
+ * range, say). A collector is registered before start with the families it
+ * emits (counter or gauge, each with its help); at scrape time, on the
+ * scraping thread, the renderer calls `fn` once per declared family, right
+ * after that family's fixed series, with `family` naming it; `fn` calls
+ * vt_metrics_emit for each series it has of that family. `fn` must not
+ * block, take locks or allocate on a reactor, and may only read what other
+ * cores published racily (atomics, or an immutable snapshot they retire
+ * safely). */
+struct vt_metrics_emit;
+typedef void vt_metric_collect_fn(void *arg, const char *family, struct vt_metrics_emit *e);
+/* Main thread, before start. Returns a collector id >= 0, or -EINVAL (NULL
+ * fn) / -ENOSPC (VT_METRICS_MAX_COLLECTORS). */
+#define VT_METRICS_MAX_COLLECTORS 16u
+int vt_metrics_collector(struct vt_metrics *m, vt_metric_collect_fn *fn, void *arg) VT_MUST_USE;
+/* Declares a family the collector emits (same rules as a registration: a
+ * family shared with fixed series must agree on type and help). 0, or
+ * -EINVAL (bad id, name or help, a histogram type, a type/help mismatch),
+ * -EEXIST (already declared by this collector), -ENOMEM. */
+int vt_metrics_collector_family(struct vt_metrics *m, int collector, enum vt_metric_type type,
+                                const char *name, const char *help) VT_MUST_USE;
+/* One series of the family being collected. `labels` is NULL or
+ * `k="v"(,k="v")*` (values escaped: \\ \" \n). 0 written; -ENOENT `name`
+ * is not the family being collected (nothing written); -EINVAL bad labels
+ * (nothing written); -ENOSPC the page is full (the render then fails). */
+int vt_metrics_emit(struct vt_metrics_emit *e, const char *name, const char *labels,
+                    double value);
+
 struct vt_metrics_shard *vt_metrics_shard(struct vt_metrics *m, unsigned core);
 
 /* Updates: only the shard's core calls these. */

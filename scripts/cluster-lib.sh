@@ -11,6 +11,11 @@
 #   CL_META     1: every node also runs the metadata Raft role (meta id = node
 #               number, its own certificate with CN "N"); cl_setup writes
 #               $CL_WORK/admin.yaml for `vtopctl meta`; run cl_meta_init once
+#   CL_MANAGED  1 (implies CL_META=1): no ranges in the node configs; the nodes
+#               register themselves, metadata places topics on them and the
+#               lease agents elect leaders (create topics with vtopctl)
+#   CL_LEASE    optional lease block for managed nodes, e.g.
+#               "{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
 #
 # Ports: a free base port is chosen once (CL_BASE); node N listens on
 #   native CL_BASE+10N, replication CL_BASE+10N+1, observability CL_BASE+10N+2,
@@ -20,6 +25,8 @@ CL_CORES=${CL_CORES:-1}
 CL_RANGES=${CL_RANGES:-22222222-2222-4222-8222-222222222222}
 CL_LEADER=${CL_LEADER:-1}
 CL_META=${CL_META:-0}
+CL_MANAGED=${CL_MANAGED:-0}
+[ "$CL_MANAGED" = 1 ] && CL_META=1
 CL_CLUSTER=6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
 CL_CLIENT=11111111-1111-4111-8111-111111111111
 CL_PIDS=("" "" "" "")
@@ -100,17 +107,23 @@ cl_setup() {
             echo "replication:"
             echo "  listen: 127.0.0.1:$((CL_BASE + 10 * n + 1))"
             echo "  quorum_timeout: ${CL_QUORUM_TIMEOUT:-2s}"
-            echo "  peers:"
-            for p in 1 2 3; do
-                [ "$p" = "$n" ] && continue
-                echo "    - {node: $(cl_uuid "$p"), address: 127.0.0.1:$((CL_BASE + 10 * p + 1))}"
-            done
+            if [ "$CL_MANAGED" != 1 ]; then
+                echo "  peers:"
+                for p in 1 2 3; do
+                    [ "$p" = "$n" ] && continue
+                    echo "    - {node: $(cl_uuid "$p"), address: 127.0.0.1:$((CL_BASE + 10 * p + 1))}"
+                done
+            fi
             [ "$CL_META" = 1 ] && cl_meta_block "$n"
-            echo "ranges:"
-            for r in $CL_RANGES; do
-                echo "  - {topic: demo, topic_epoch: 1, range_id: $r, fencing_epoch: 1,"
-                echo "     replicas: [$(cl_uuid 1), $(cl_uuid 2), $(cl_uuid 3)], leader: $leader}"
-            done
+            if [ "$CL_MANAGED" = 1 ]; then
+                [ -n "${CL_LEASE:-}" ] && echo "lease: $CL_LEASE"
+            else
+                echo "ranges:"
+                for r in $CL_RANGES; do
+                    echo "  - {topic: demo, topic_epoch: 1, range_id: $r, fencing_epoch: 1,"
+                    echo "     replicas: [$(cl_uuid 1), $(cl_uuid 2), $(cl_uuid 3)], leader: $leader}"
+                done
+            fi
         } >"$CL_WORK/n$n.yaml"
     done
     if [ "$CL_META" = 1 ]; then
@@ -123,18 +136,47 @@ cl_setup() {
     fi
 }
 
-# cl_client_cfg NODE RANGE FILE: a vtopctl/vtop-bench config for one node.
+# cl_client_cfg NODE RANGE FILE [TOPIC TOPIC_EPOCH]: a vtopctl/vtop-bench
+# config for one node (the other two are its fallback `nodes`).
 cl_client_cfg() {
-    local certs=$CL_WORK/certs
-    cat >"$3" <<YAML
-cluster_id: $CL_CLUSTER
-addr: $(cl_native "$1")
-server_name: $(cl_uuid "$1")
-tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}
-principal: $CL_CLIENT
-producer_epoch: 1
-range: {topic: demo, topic_epoch: 1, range_id: $2, range_generation: 0}
-YAML
+    local certs=$CL_WORK/certs p
+    {
+        echo "cluster_id: $CL_CLUSTER"
+        echo "addr: $(cl_native "$1")"
+        echo "server_name: $(cl_uuid "$1")"
+        echo "tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}"
+        echo "principal: $CL_CLIENT"
+        echo "producer_epoch: 1"
+        echo "range: {topic: ${4:-demo}, topic_epoch: ${5:-1}, range_id: $2, range_generation: 0}"
+        echo "nodes:"
+        for p in 1 2 3; do
+            [ "$p" = "$1" ] && continue
+            echo "  - {addr: $(cl_native "$p"), server_name: $(cl_uuid "$p")}"
+        done
+    } >"$3"
+}
+
+# cl_topic_ranges TOPIC: "index id holder lease_epoch" per range, from metadata.
+cl_topic_ranges() {
+    "$CL_BIN/vtopctl" topic describe --config "$CL_WORK/admin.yaml" --name "$1" 2>/dev/null |
+        sed -n 's/^range index=\([0-9]*\) id=\([0-9a-f-]*\) .* holder=\([0-9a-f-]*\) lease_epoch=\([0-9]*\).*/\1 \2 \3 \4/p'
+}
+
+# cl_node_of UUID: the node number (1..3) of a node UUID.
+cl_node_of() { echo $((10#${1##*-})); }
+
+# cl_wait_leaders TOPIC N: waits (~30 s) until all N ranges of the topic
+# have a lease holder.
+cl_wait_leaders() {
+    local i got
+    for i in $(seq 1 300); do
+        got=$(cl_topic_ranges "$1" | awk '$3 != "-"' | wc -l)
+        [ "$got" -ge "$2" ] && return 0
+        sleep 0.1
+        : "$i"
+    done
+    echo "topic $1: only $got of $2 ranges have a leader" >&2
+    return 1
 }
 
 # cl_start N: starts node N and waits until it prints node_ready.

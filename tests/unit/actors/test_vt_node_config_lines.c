@@ -169,6 +169,31 @@ test_node_config_limit_rules_point_at_the_key(void **state)
               "must each hold at least one limits.max_batch");
 }
 
+/* limits.max_ranges: 1..100000, default 4096, and at least the configured ranges. */
+static void
+test_node_config_max_ranges_bounds_and_count(void **state)
+{
+    (void)state;
+    expect_at(head, "limits:\n  max_ranges: 0\n", 9, "limits.max_ranges", "");
+    expect_at(head, "limits:\n  max_ranges: 100001\n", 9, "limits.max_ranges", "");
+    expect_at(head, "limits:\n  max_ranges: -1\n", 9, "limits.max_ranges", "");
+    expect_at(head,
+              "limits:\n  max_ranges: 1\n"
+              "ranges:\n  - {topic: a, range_id: " R1 ", fencing_epoch: 1}\n"
+              "  - {topic: b, range_id: " R2 ", fencing_epoch: 1}\n",
+              9, "limits.max_ranges", "2 ranges are configured but limits.max_ranges is 1");
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    assert_int_equal(load(head, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.max_ranges, 4096);
+    vt_node_config_free(&cfg);
+    char body[512];
+    snprintf(body, sizeof(body), "%slimits: {max_ranges: 100000}\n", head);
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.max_ranges, 100000);
+    vt_node_config_free(&cfg);
+}
+
 static void
 test_node_config_listener_clashes_name_both_keys(void **state)
 {
@@ -284,6 +309,7 @@ main(void)
         cmocka_unit_test(test_node_config_block_rules_point_at_the_key),
         cmocka_unit_test(test_node_config_range_rules_point_at_the_key),
         cmocka_unit_test(test_node_config_limit_rules_point_at_the_key),
+        cmocka_unit_test(test_node_config_max_ranges_bounds_and_count),
         cmocka_unit_test(test_node_config_listener_clashes_name_both_keys),
         cmocka_unit_test(test_node_config_hosts_are_numeric_only),
         cmocka_unit_test(test_node_config_relative_paths_follow_the_config_file),

@@ -1,11 +1,16 @@
 /* The range actor (actors/vt_range.c) on a real runtime and range log over
- * the fault-injecting vt_memfs: its error answers take their class from the
- * one table (replication/vt_repl_host.h): a full disk in the commit is a
- * retryable Storage and a retry succeeds, a failed sync poisons the range
- * (Storage, then every append refused as poisoned), a sequence gap is not
- * retryable, a failed read is a retryable Storage, a fetch smaller than the
- * next batch is InvalidRequest. A single-node range; no sessions (the test
- * stands in for one and hands requests to vt_range_submit). */
+ * the fault-injecting vt_memfs, opened through the per-core range table
+ * (actors/vt_range_table.c: vt_broker_range_open). Its error answers take
+ * their class from the one table (replication/vt_repl_host.h): a full disk
+ * in the commit is a retryable Storage and a retry succeeds, a failed sync
+ * poisons the range (Storage, then every append refused as poisoned), a
+ * sequence gap is not retryable, a failed read is a retryable Storage, a
+ * fetch smaller than the next batch is InvalidRequest. The table: a
+ * duplicate open, a full share, a bad spec, a close, a close of an unknown
+ * range, a produce to a closed range (WrongRange), a reopen that recovers
+ * the data, a log that fails to open (named by readiness until closed).
+ * Single-node ranges; no sessions (the test stands in for one and hands
+ * requests to vt_range_submit). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,19 +29,23 @@
 #include "vt_metrics.h"
 #include "vt_node_ctx.h"
 #include "vt_proto_err.h"
+#include "vt_broker.h"
 #include "vt_range.h"
+#include "vt_range_table.h"
 #include "vt_testutil.h"
 
 #define WAIT_MS 15000
-#define RDIR "/ranges/orders"
 #define PID_BYTE 0x11
+#define SHARE 3 /* ranges the one core may hold */
 
 static struct {
     struct vt_memfs *fs;
     struct vt_runtime *rt;
     struct vt_node_config cfg;
     struct vt_broker b;
-    struct vt_broker_range br;
+    struct vt_broker_core *bc0;
+    struct vt_broker_core *cores[1];
+    struct vt_broker_range_spec spec;
     uint64_t produce_epoch; /* 0: the range's epoch (1) */
 } T;
 
@@ -108,7 +117,7 @@ produce(uint64_t seq, uint32_t n, struct req *q)
     uint8_t *batch = vt_lt_batch(0, n, 16, PID_BYTE, 1, seq, &len);
     memset(q, 0, sizeof(*q));
     q->r.kind = VT_K_PRODUCE;
-    q->r.range_idx = 0;
+    q->r.range = T.spec.ident;
     q->r.batch = batch;
     q->r.batch_len = (uint32_t)len;
     q->r.records = n;
@@ -127,7 +136,7 @@ fetch(uint64_t start, uint32_t max_bytes, struct req *q)
 {
     memset(q, 0, sizeof(*q));
     q->r.kind = VT_K_FETCH;
-    q->r.range_idx = 0;
+    q->r.range = T.spec.ident;
     q->r.fetch_start = start;
     q->r.max_bytes = max_bytes;
     q->r.max_records = 4096;
@@ -159,11 +168,79 @@ produce_retrying(uint64_t seq, uint32_t n, struct req *q)
 
 /* ---- the node around one range ---------------------------------------------------- */
 
+struct op {
+    const struct vt_broker_range_spec *spec;
+    struct vt_range_ident ident;
+    bool close;
+    _Atomic int answered;
+    int rc;
+};
+
 static void
-start_range(struct vt_core *core, void *arg)
+op_done(struct vt_core *core, int rc, void *arg)
 {
-    (void)arg;
-    vt_range_actor_start(T.br.actor, core);
+    (void)core;
+    struct op *o = arg;
+    o->rc = rc;
+    atomic_store(&o->answered, 1);
+}
+
+static void
+op_fn(struct vt_core *core, void *arg)
+{
+    struct op *o = arg;
+    T.bc0->core = core;
+    if (o->close)
+        vt_broker_range_close(&T.b, core, &o->ident, op_done, o);
+    else
+        vt_broker_range_open(&T.b, core, o->spec, op_done, o);
+}
+
+/* vt_broker_range_open from the core; its `done` code. */
+static int
+table_open(const struct vt_broker_range_spec *spec)
+{
+    struct op o = {.spec = spec};
+    run_on_core(op_fn, &o);
+    assert_true(vt_test_wait_flag(&o.answered, WAIT_MS));
+    return o.rc;
+}
+
+static int
+table_close(const struct vt_range_ident *id)
+{
+    struct op o = {.ident = *id, .close = true};
+    run_on_core(op_fn, &o);
+    assert_true(vt_test_wait_flag(&o.answered, WAIT_MS));
+    return o.rc;
+}
+
+/* A single-node range of this node; its directory made in the memfs
+ * unless `no_dir` (then its log cannot open). */
+static void
+make_spec(struct vt_broker_range_spec *sp, uint8_t id_byte, bool no_dir)
+{
+    struct vt_segset_config sc;
+    vt_lt_config(&sc);
+    memset(sp, 0, sizeof(*sp));
+    sp->ident = sc.range;
+    memset(sp->ident.range_id, id_byte, 16);
+    sp->fencing_epoch = 1;
+    sp->n_replicas = 1;
+    memcpy(sp->replicas[0], T.cfg.node_uuid, 16);
+    memcpy(sp->leader, T.cfg.node_uuid, 16);
+    struct vt_broker_range br;
+    assert_int_equal(vt_broker__range_from_spec(&T.b, sp, &br), 0);
+    if (!no_dir)
+        assert_int_equal(vt_memfs_mkdir(T.fs, br.dir), 0);
+}
+
+static uint32_t
+hosted(void)
+{
+    uint32_t n = vt_broker_snap_acquire(&T.b, 0)->n;
+    vt_broker_snap_release(&T.b, 0);
+    return n;
 }
 
 static int
@@ -173,7 +250,7 @@ setup(void **state)
     memset(&T, 0, sizeof(T));
     T.fs = vt_memfs_new();
     assert_non_null(T.fs);
-    assert_int_equal(vt_memfs_mkdir(T.fs, RDIR), 0);
+    assert_int_equal(vt_memfs_mkdir(T.fs, "/ranges"), 0);
     struct vt_runtime_config rc;
     vt_runtime_config_defaults(&rc);
     rc.cores = 1;
@@ -183,26 +260,26 @@ setup(void **state)
     T.rt = vt_runtime_new(&rc, err, sizeof(err));
     assert_non_null(T.rt);
 
+    T.cfg.data_dir = "";
     T.cfg.limits.max_record_bytes = 1024;
     T.cfg.limits.max_batch_bytes = 8192;
     T.cfg.limits.max_segment_bytes = 1u << 20;
     T.cfg.limits.max_segment_records = 100000;
+    T.cfg.limits.max_ranges = SHARE;
     T.cfg.budgets.range_bytes = 1u << 20;
     memset(T.cfg.node_uuid, 0x01, 16);
-
-    struct vt_segset_config sc;
-    vt_lt_config(&sc);
-    T.br.ident = sc.range;
-    T.br.core = 0;
-    T.br.fencing_epoch = 1;
-    snprintf(T.br.dir, sizeof(T.br.dir), RDIR);
 
     struct vt_broker *b = &T.b;
     b->cfg = &T.cfg;
     b->rt = T.rt;
     b->metrics = vt_runtime_metrics(T.rt);
-    b->ranges = &T.br;
-    b->n_ranges = 1;
+    b->core_share = SHARE;
+    T.bc0 = calloc(1, sizeof(*T.bc0));
+    assert_non_null(T.bc0);
+    T.bc0->b = b;
+    T.cores[0] = T.bc0;
+    b->cores = T.cores;
+    assert_int_equal(vt_broker__core_tables_new(b, T.bc0), 0);
     static const uint64_t bounds[] = {1, 10, 100, 1000000000};
     b->m.commits = vt_metrics_counter(b->metrics, "broker_group_commits_total", NULL, "c", 0);
     b->m.commit_batches = vt_metrics_histogram(b->metrics, "b_batches", NULL, "b", bounds, 4, 1, 0);
@@ -210,48 +287,36 @@ setup(void **state)
     b->m.commit_sync = vt_metrics_histogram(b->metrics, "b_sync", NULL, "b", bounds, 4, 1, 0);
     assert_true(b->m.commits >= 0 && b->m.commit_batches >= 0 && b->m.commit_bytes >= 0 &&
                 b->m.commit_sync >= 0);
-    b->health_ranges = vt_health_source(vt_runtime_health(T.rt), "ranges");
-    assert_true(b->health_ranges >= 0);
-    T.br.actor = vt_range_actor_new(b, 0);
-    assert_non_null(T.br.actor);
+    struct vt_health *h = vt_runtime_health(T.rt);
+    b->health_ranges = vt_health_source(h, "ranges");
+    b->health_opened = vt_health_source(h, "ranges_opened");
+    assert_true(b->health_ranges >= 0 && b->health_opened >= 0);
+    vt_health_set(h, b->health_ranges, true, "no ranges configured");
+    vt_health_set(h, b->health_opened, true, "every range opened at runtime serves");
 
     assert_int_equal(vt_runtime_start(T.rt, NULL, NULL), 0);
-    run_on_core(start_range, NULL);
-    uint64_t end = vt_clock_mono_ms() + WAIT_MS;
-    while (atomic_load(&T.br.actor->state_g) != 1 && vt_clock_mono_ms() < end) {
-        assert_int_equal(atomic_load(&b->start_failed), 0);
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    assert_int_equal(atomic_load(&T.br.actor->state_g), 1);
+    make_spec(&T.spec, 0x42, false);
+    assert_int_equal(table_open(&T.spec), 0);
+    assert_int_equal(atomic_load(&b->start_failed), 0);
+    assert_int_equal(hosted(), 1);
     return 0;
-}
-
-static void
-range_closed(void *arg)
-{
-    atomic_store((_Atomic int *)arg, 1);
-}
-
-static _Atomic int closed_flag;
-
-static void
-stop_range(struct vt_core *core, void *arg)
-{
-    (void)core;
-    (void)arg;
-    vt_rlog_close(T.br.actor->log, range_closed, &closed_flag);
 }
 
 static int
 teardown(void **state)
 {
     (void)state;
-    atomic_store(&closed_flag, 0);
-    run_on_core(stop_range, NULL);
-    assert_true(vt_test_wait_flag(&closed_flag, WAIT_MS));
+    /* whatever is still open is closed through the table */
+    while (hosted() > 0) {
+        const struct vt_range_snap *s = vt_broker_snap_acquire(&T.b, 0);
+        struct vt_range_ident id = s->ranges[0]->br.ident;
+        vt_broker_snap_release(&T.b, 0);
+        assert_int_equal(table_close(&id), 0);
+    }
+    assert_int_equal(atomic_load(&T.b.ranges_open), 0);
     vt_test_runtime_finish(T.rt);
-    vt_range_actor_free(T.br.actor);
+    vt_broker__core_tables_free(T.bc0);
+    free(T.bc0);
     vt_memfs_free(T.fs);
     return 0;
 }
@@ -276,6 +341,7 @@ test_range_produce_epoch_zero_or_stale_fenced_with_hint(void **state)
     uint8_t *batch = vt_lt_batch(0, 1, 16, PID_BYTE, 1, 0, &len);
     memset(&q, 0, sizeof(q));
     q.r.kind = VT_K_PRODUCE;
+    q.r.range = T.spec.ident;
     q.r.batch = batch;
     q.r.batch_len = (uint32_t)len;
     q.r.records = 1;
@@ -376,6 +442,125 @@ test_on_read_enobufs_invalid_request(void **state)
     assert_non_null(strstr(q.r.err_msg, "max_bytes is smaller than the next batch"));
 }
 
+/* ---- the per-core table ------------------------------------------------------------ */
+
+static void
+test_table_duplicate_open_eexist(void **state)
+{
+    (void)state;
+    assert_int_equal(table_open(&T.spec), -EEXIST);
+    assert_int_equal(hosted(), 1);
+    struct req q;
+    assert_int_equal(produce(0, 1, &q), 0); /* the open range is untouched */
+}
+
+static void
+test_table_full_share_enospc(void **state)
+{
+    (void)state;
+    struct vt_broker_range_spec a, b, c;
+    make_spec(&a, 0x51, false);
+    make_spec(&b, 0x52, false);
+    make_spec(&c, 0x53, false);
+    assert_int_equal(table_open(&a), 0);
+    assert_int_equal(table_open(&b), 0);
+    assert_int_equal(hosted(), SHARE);
+    assert_int_equal(table_open(&c), -ENOSPC);
+    assert_int_equal(hosted(), SHARE);
+    /* a close frees a place */
+    assert_int_equal(table_close(&a.ident), 0);
+    assert_int_equal(table_open(&c), 0);
+    assert_int_equal(hosted(), SHARE);
+}
+
+static void
+test_table_bad_spec_einval(void **state)
+{
+    (void)state;
+    struct vt_broker_range_spec sp;
+    make_spec(&sp, 0x61, false);
+    memset(sp.replicas[0], 0x09, 16); /* this node is not in it */
+    assert_int_equal(table_open(&sp), -EINVAL);
+    make_spec(&sp, 0x61, false);
+    sp.n_replicas = 0;
+    assert_int_equal(table_open(&sp), -EINVAL);
+    make_spec(&sp, 0x61, false);
+    sp.replicated = true; /* one node is not replicated */
+    assert_int_equal(table_open(&sp), -EINVAL);
+    make_spec(&sp, 0x61, false);
+    snprintf(sp.ident.topic, sizeof(sp.ident.topic), "bad topic");
+    assert_int_equal(table_open(&sp), -EINVAL);
+    make_spec(&sp, 0x61, false);
+    sp.leadership = VT_LEAD_NONE; /* a single node cannot wait for a leader */
+    assert_int_equal(table_open(&sp), -EINVAL);
+    assert_int_equal(hosted(), 1);
+}
+
+static void
+test_table_close_then_produce_wrong_range(void **state)
+{
+    (void)state;
+    struct req q;
+    assert_int_equal(produce(0, 2, &q), 0);
+    assert_int_equal(table_close(&T.spec.ident), 0);
+    assert_int_equal(hosted(), 0);
+    assert_int_equal(produce(2, 1, &q), VT_E_WRONG_RANGE);
+    assert_non_null(strstr(q.r.err_msg, "not hosted here"));
+    assert_int_equal(fetch(0, 65536, &q), VT_E_WRONG_RANGE);
+    assert_int_equal(table_close(&T.spec.ident), -ENOENT);
+}
+
+static void
+test_table_close_unknown_enoent(void **state)
+{
+    (void)state;
+    struct vt_broker_range_spec sp;
+    make_spec(&sp, 0x71, false);
+    assert_int_equal(table_close(&sp.ident), -ENOENT);
+    sp.ident = T.spec.ident;
+    sp.ident.range_generation = 1; /* same id, another generation: another range */
+    assert_int_equal(table_close(&sp.ident), -ENOENT);
+    assert_int_equal(hosted(), 1);
+}
+
+static void
+test_table_reopen_keeps_data(void **state)
+{
+    (void)state;
+    struct req q;
+    assert_int_equal(produce(0, 4, &q), 0);
+    assert_int_equal(table_close(&T.spec.ident), 0);
+    assert_int_equal(table_open(&T.spec), 0);
+    assert_int_equal(fetch(0, 65536, &q), 0);
+    assert_int_equal(q.r.next_offset, 4);
+    assert_int_equal(produce(0, 4, &q), 0); /* the producer state came back too */
+    assert_int_equal(q.r.presp.duplicate, 1);
+    assert_int_equal(produce(4, 1, &q), 0);
+    assert_int_equal(q.r.presp.base_offset, 4);
+}
+
+static void
+test_table_failed_open_named_by_readiness(void **state)
+{
+    (void)state;
+    struct vt_broker_range_spec sp;
+    make_spec(&sp, 0x81, true); /* no directory in the memfs: the log cannot open */
+    assert_int_equal(table_open(&sp), -EIO);
+    struct vt_health *h = vt_runtime_health(T.rt);
+    const char *src = NULL, *why = NULL;
+    assert_false(vt_health_ready(h, &src, &why));
+    assert_string_equal(src, "ranges_opened");
+    assert_non_null(strstr(why, "range orders.v1/81818181-8181-8181-8181-818181818181 failed"));
+    assert_int_equal(hosted(), 2); /* it stays, failed, until closed */
+    struct req q;
+    struct vt_range_ident keep = T.spec.ident;
+    T.spec.ident = sp.ident;
+    assert_int_equal(produce(0, 1, &q), VT_E_STORAGE);
+    T.spec.ident = keep;
+    assert_int_equal(table_close(&sp.ident), 0);
+    assert_true(vt_health_ready(h, &src, &why));
+}
+
 int
 main(void)
 {
@@ -389,6 +574,15 @@ main(void)
         cmocka_unit_test_setup_teardown(test_range_produce_epoch_zero_or_stale_fenced_with_hint,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_read_enobufs_invalid_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_duplicate_open_eexist, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_full_share_enospc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_bad_spec_einval, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_close_then_produce_wrong_range, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_table_close_unknown_enoent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_reopen_keeps_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_failed_open_named_by_readiness, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,58 @@
+/* The cluster actor: how a data node in a metadata group takes part in it.
+ * One per node, on core 0. It registers the node (its replica-plane and
+ * native addresses), reads every poll the ranges whose replica set names
+ * this node and the registered nodes' addresses, opens and closes ranges
+ * to match, hands peer addresses to every core's replica plane, runs the
+ * lease agent (meta/vt_lease_agent.h: acquire, batched renewal, verified
+ * promotion, loss) and the lease watcher (every replica adopts the current
+ * holder and epoch), and answers Locate for any topic from metadata.
+ *
+ * Everything runs on core 0 and talks to metadata through the non-blocking
+ * client (meta/vt_meta_client.h); a range is touched only on its owning
+ * core, by message. Nothing blocks. */
+#ifndef VT_CLUSTER_H
+#define VT_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vt_node_ctx.h"
+#include "vt_proto.h"
+#include "vt_runtime.h"
+
+struct vt_cluster;
+
+/* Main thread, before start: the actor for a managed node (NULL with err
+ * on failure). Builds the metadata client's TLS context (file reads). */
+struct vt_cluster *vt_cluster_new(struct vt_broker *b, char *err, size_t err_len);
+/* On core 0 at start / at shutdown. */
+void vt_cluster_start(struct vt_cluster *cl, struct vt_core *core);
+void vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core);
+/* The replica plane's hook (on a range's core): a fence or append came at
+ * an epoch above the lease view; core 0 reads metadata at once. */
+void vt_cluster_epoch_hint(void *arg, uint64_t epoch, const uint8_t sender[16]);
+/* Main thread after the runtime stopped. NULL ok. */
+void vt_cluster_free(struct vt_cluster *cl);
+
+/* A Locate from a session on any core, answered from metadata. The
+ * session allocates it (and resp.ranges, VT_PROTO_LOCATE_MAX_RANGES
+ * entries), core 0 fills code/why/resp and sends it back: done(core, q)
+ * runs on the session's core, which frees it. */
+struct vt_cluster_locate {
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    void (*done)(struct vt_core *core, struct vt_cluster_locate *q);
+    void *arg;
+    unsigned from;        /* the session's core */
+    uint16_t code;        /* 0, or a client-plane error code with `why` */
+    char why[200];
+    struct vt_locate_resp resp;
+    /* core 0's paging state */
+    uint8_t after[16];
+    struct vt_cluster *cl;
+    struct vt_msg call;
+};
+/* 0, or -EAGAIN when core 0's ring is full (answer Overloaded). */
+int vt_cluster_locate(struct vt_cluster *cl, struct vt_core *from, struct vt_cluster_locate *q)
+    VT_MUST_USE;
+
+#endif
