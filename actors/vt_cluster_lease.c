@@ -392,6 +392,9 @@ vt_cluster__run_actions(struct vt_cluster *cl)
         struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
         switch (a->kind) {
         case VT_LEASE_ACT_ACQUIRE:
+            if (r != NULL)
+                VT_INFO("cluster: campaigning for range %u of topic %s", r->view.index,
+                        r->view.topic_name);
             acquire(cl, a);
             break;
         case VT_LEASE_ACT_RENEW_BATCH:
@@ -417,6 +420,10 @@ vt_cluster__run_actions(struct vt_cluster *cl)
                 r->sent_any = true;
                 r->sent_epoch = a->epoch;
                 memcpy(r->sent_holder, a->holder, 16);
+                char h[37];
+                vt_uuid_format(a->holder, h);
+                VT_INFO("cluster: range %u of topic %s is led by %s at epoch %llu", r->view.index,
+                        r->view.topic_name, h, (unsigned long long)a->epoch);
                 op_send(cl, r, OP_WATCH, a->epoch, a->holder);
             }
             break;

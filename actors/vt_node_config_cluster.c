@@ -59,8 +59,15 @@ lease_validate(void *obj, struct vt_cfg_check *chk)
     struct vt_lease_timing t = {.ttl_ms = (uint32_t)l->ttl_ms, .renew_ms = (uint32_t)l->renew_ms,
                                 .poll_ms = (uint32_t)l->poll_ms};
     char why[256];
-    if (vt_lease_timing_check(&t, why, sizeof(why)) == 0)
+    if (vt_lease_timing_check(&t, why, sizeof(why)) == 0) {
+        if (l->promote_timeout_ms >= l->ttl_ms)
+            return vt_cfg_check_fail(chk, "promote_timeout", "lease.promote_timeout %llu ms must "
+                                     "be below lease.ttl %llu ms (an unverified epoch is never "
+                                     "renewed, so a longer promotion loses its lease)",
+                                     (unsigned long long)l->promote_timeout_ms,
+                                     (unsigned long long)l->ttl_ms);
         return 0;
+    }
     /* the message names lease.ttl / lease.renew_interval / lease.poll_interval */
     const char *key = strstr(why, "renew_interval") ? "renew_interval"
                       : strstr(why, "poll_interval") ? "poll_interval"

@@ -47,6 +47,30 @@ answered(const struct vt_repl_range *rr)
     return a;
 }
 
+/* Whether the answers so far already settle the promotion without waiting
+ * for the rest of the window: a majority answered (the leader counted) and
+ * the leader holds at least what every one of them holds. Any committed
+ * record is durable on a majority, and any two majorities share a member,
+ * so one of these answers holds it: the leader holds it too, and the
+ * answers still missing (a dead replica) cannot raise the boundary above
+ * the leader. A failover then costs one round trip to the live followers,
+ * not the whole promotion window. */
+static bool
+quorum_proves_leader(const struct vt_repl_range *rr)
+{
+    uint32_t k = vt_repl_majority(rr->cfg.n_followers + 1);
+    uint64_t mine = vt_rlog_committed(rr->log), top = 0;
+    uint32_t n = 1;
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        if (!rr->pr.probe[f].present)
+            continue;
+        n++;
+        if (rr->pr.probe[f].offset > top)
+            top = rr->pr.probe[f].offset;
+    }
+    return n >= k && mine >= top;
+}
+
 /* Ends the running promotion: done(res) once, after the state is final. */
 static void
 promote_end(struct vt_repl_range *rr, struct vt_repl_promote_result *res)
@@ -186,7 +210,7 @@ vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, uint64_t durable)
     if (rr->ls.role != VT_REPL_ROLE_PROMOTING || !rr->pr.raised || f >= rr->cfg.n_followers)
         return;
     rr->pr.probe[f] = (struct vt_repl_probe){.present = true, .offset = durable};
-    if (answered(rr) == rr->cfg.n_followers)
+    if (answered(rr) == rr->cfg.n_followers || quorum_proves_leader(rr))
         establish(rr);
 }
 

@@ -17,7 +17,7 @@ bin=$1
 src=$2
 work=$(mktemp -d /tmp/vtop-failover.XXXXXX)
 CL_TOP=$src CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1
-CL_LEASE="{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
+CL_LEASE="{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms, promote_timeout: 1s}"
 # shellcheck source-path=SCRIPTDIR source=../../scripts/cluster-lib.sh
 . "$src/scripts/cluster-lib.sh"
 prod_pid=
