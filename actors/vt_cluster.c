@@ -95,6 +95,12 @@ endpoints_setup(struct vt_cluster *cl, char *err, size_t err_len)
         cl->n_endpoints = c->meta.n_peers < VT_META_CLIENT_MAX_ENDPOINTS
                               ? c->meta.n_peers
                               : VT_META_CLIENT_MAX_ENDPOINTS;
+        if (cl->n_endpoints == 0) { /* a group of one: this node's own admin listener */
+            hostport_text(&c->meta.admin_listen, cl->ep_addr[0], sizeof(cl->ep_addr[0]));
+            snprintf(cl->ep_name[0], sizeof(cl->ep_name[0]), "%llu",
+                     (unsigned long long)c->meta.id);
+            cl->n_endpoints = 1;
+        }
     }
     if (cl->n_endpoints == 0) {
         snprintf(err, err_len, "metadata: no admin endpoint to reach the metadata group");

@@ -179,9 +179,11 @@ extern const struct vt_cfg_schema vt_node_config_schema;
 int vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_error *err)
     VT_MUST_USE;
 void vt_node_config_free(struct vt_node_config *cfg);
-/* True for a data node (a native listener) in a metadata group (a metadata
- * block, or the meta role in the same process): its ranges, leaders and
- * epochs come from metadata. */
+/* True for a data node of a metadata group: a native listener, a replica
+ * plane, and a metadata block or the meta role in the same process. Its
+ * ranges, leaders and epochs come from metadata. (A node with the meta role
+ * and no replica plane is a standalone data node beside a metadata server:
+ * its ranges are the ones it lists.) */
 bool vt_node_config_managed(const struct vt_node_config *cfg);
 
 /* What vt_node_config_check asks of the system; tests replace it. NULL = the real one. */

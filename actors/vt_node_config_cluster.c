@@ -96,27 +96,26 @@ vt_node__cluster_defaults(struct vt_node_config *c)
 int
 vt_node__cluster_validate(const struct vt_node_config *c, struct vt_cfg_check *chk)
 {
-    if (c->has_lease && !c->has_metadata && !c->has_meta)
-        return vt_cfg_check_fail(chk, "lease", "lease timing needs a metadata group: add a "
-                                 "metadata block (or run the meta role in this node)");
-    if (!c->has_metadata && !c->has_meta)
-        return 0;
+    if (c->has_lease && !vt_node_config_managed(c))
+        return vt_cfg_check_fail(chk, "lease", "lease timing is for a data node in a metadata "
+                                 "group (a metadata block, or the meta role with a "
+                                 "replication block)");
     if (c->has_metadata && !c->has_native)
         return vt_cfg_check_fail(chk, "metadata", "the metadata block is for a data node: it "
                                  "needs a native listener");
-    if (!c->has_native)
-        return 0; /* a metadata server only */
+    if (c->has_metadata && !c->has_replication)
+        return vt_cfg_check_fail(chk, "metadata", "a data node in a metadata group needs a "
+                                 "replication block (its replica-plane listener)");
+    if (!vt_node_config_managed(c))
+        return 0; /* standalone (its ranges listed here), or a metadata server only */
     const char *why = c->has_metadata ? "metadata" : "meta";
     if (c->n_ranges > 0)
         return vt_cfg_check_fail(chk, "ranges", "a node in a metadata group learns its ranges "
-                                 "from metadata (create them with `vtopctl topic create`); "
+                                 "from metadata (create them with `vtopctl meta create-topic`); "
                                  "a ranges list is only for a standalone node");
     if (!c->has_node_uuid)
         return vt_cfg_check_fail(chk, why, "a data node in a metadata group needs node_uuid "
                                  "(its certificate's CN, how metadata names it)");
-    if (!c->has_replication)
-        return vt_cfg_check_fail(chk, why, "a data node in a metadata group needs a "
-                                 "replication block (its replica-plane listener)");
     if (c->has_metadata && c->metadata.has_tls == false && !c->has_tls)
         return vt_cfg_check_fail(chk, "metadata", "the metadata client needs a certificate: "
                                  "metadata.tls or the top-level tls block");
@@ -137,5 +136,5 @@ vt_node__cluster_validate(const struct vt_node_config *c, struct vt_cfg_check *c
 bool
 vt_node_config_managed(const struct vt_node_config *c)
 {
-    return (c->has_metadata || c->has_meta) && c->has_native;
+    return c->has_native && c->has_replication && (c->has_metadata || c->has_meta);
 }

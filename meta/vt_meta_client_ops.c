@@ -251,15 +251,15 @@ cmd_invalid(const struct vt_meta_cmd *c)
                    ? NULL
                    : "set_state.state: not Active, Draining or Dead";
     case VT_META_CMD_CREATE_TOPIC:
+        if (!vt_meta_topic_name_valid(c->u.create.name, c->u.create.name_len))
+            return "create.name: 1..249 bytes of [A-Za-z0-9._-] required";
         if (c->u.create.n_ranges < 1 || c->u.create.n_ranges > VT_META_TOPIC_RANGES_MAX)
             return "create.n_ranges: must be 1..1024";
         if (c->u.create.rf < 1 || c->u.create.rf > VT_META_RF_MAX)
             return "create.rf: must be 1..7";
-        if (c->u.create.n_explicit != 0 && c->u.create.n_explicit != c->u.create.rf)
-            return "create.n_explicit: must be 0 or rf";
-        return vt_meta_topic_name_valid(c->u.create.name, c->u.create.name_len)
+        return c->u.create.n_explicit == 0 || c->u.create.n_explicit == c->u.create.rf
                    ? NULL
-                   : "create.name: 1..249 bytes of [A-Za-z0-9._-] required";
+                   : "create.n_explicit: must be 0 or rf";
     case VT_META_CMD_DELETE_TOPIC:
         return vt_meta_topic_name_valid(c->u.del.name, c->u.del.name_len)
                    ? NULL

@@ -63,6 +63,7 @@ struct vt_rconn {
     uint32_t outstanding;
     uint64_t outstanding_bytes;
     bool gone, paused;
+    bool refused; /* closed by us at open: not a registered node (logged once there) */
     struct vt_rconn *next, *prev;
 };
 
@@ -563,6 +564,26 @@ rconn_on_open(struct vt_conn *conn, void *arg)
         vt_conn_close(conn, "replica peer CN is not a node UUID");
         return;
     }
+    if (c->n->cfg.accept_any_node) {
+        /* no static allowlist: the peer must be a node this core knows (the
+         * host hands every core each registered node's address); anyone else
+         * with a certificate of our CA is refused like a CN outside an
+         * allowlist */
+        struct vt_repl_core *rc = rcore(c->n, c->core);
+        bool known = false;
+        for (uint32_t i = 0; i < rc->n_peers && !known; i++)
+            known = rc->peers[i].known && strcmp(rc->peers[i].cn, cn) == 0;
+        if (!known) {
+            const struct vt_conn_policy *pol = &c->n->peer_policy;
+            if (pol->on_refused != NULL)
+                pol->on_refused(c->core, VT_TLS_RCLASS_CN_NOT_ALLOWED, pol->refused_arg);
+            VT_WARN_RL(1000, "replica connection from %s (%s) refused: not a registered node",
+                       cn, vt_conn_peer_addr(conn));
+            c->refused = true;
+            vt_conn_close(conn, "not a registered node");
+            return;
+        }
+    }
     VT_INFO("replica connection from %s (%s)", cn, vt_conn_peer_addr(conn));
 }
 
@@ -574,7 +595,7 @@ rconn_on_close(struct vt_conn *conn, int err, const char *reason, void *arg)
     struct vt_rconn *c = arg;
     VT_ASSERT(vt_core_self() == c->core);
     struct vt_repl_core *rc = rcore(c->n, c->core);
-    if (vt_conn_refusal(conn) == VT_TLS_REFUSAL_NONE) /* refusals: the transport logs them */
+    if (vt_conn_refusal(conn) == VT_TLS_REFUSAL_NONE && !c->refused) /* refusals are logged once */
         VT_INFO("replica connection from %s closed: %s", vt_conn_peer_cn(conn),
                 reason ? reason : "");
     if (c->prev)

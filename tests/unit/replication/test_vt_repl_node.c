@@ -498,7 +498,9 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     r = promote(0, 5);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
-    assert_int_equal(r.answered, 2);
+    /* a majority settles it: the first follower's answer, which the leader
+     * covers, establishes at once (the other may answer first or not at all) */
+    assert_true(r.answered >= 1);
     assert_int_equal(r.boundary, 0);
     s = range_state(0);
     assert_int_equal(s.role, VT_REPL_ROLE_LEADER);
@@ -547,7 +549,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     r = promote(1, 6);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
-    assert_int_equal(r.answered, 2);
+    assert_true(r.answered >= 1); /* a majority settles it */
     assert_int_equal(r.boundary, 5);
     p = produce_wait(produce_start(1, 4, 3));
     assert_int_equal(p->code, 0);
@@ -612,10 +614,18 @@ set_peer_fn(struct node *x, void *arg)
                                    ps->known ? &hp : NULL);
 }
 
+/* On every core of node i, as the host broadcasts it (a connection may be
+ * accepted on any core, and a core accepts only nodes it knows). */
 static void
 set_peer(int i, int peer, bool known)
 {
     struct peer_set ps = {.peer = peer, .known = known, .rc = 1};
+    for (unsigned c = 0; c < CORES; c++)
+        if (c != T.owner) {
+            on_core(i, c, set_peer_fn, &ps);
+            assert_int_equal(ps.rc, 0);
+            ps.rc = 1;
+        }
     on_node(i, set_peer_fn, &ps);
     assert_int_equal(ps.rc, 0);
 }
@@ -641,13 +651,16 @@ test_vt_repl_node_runtime_ranges_and_peers(void **state)
     struct vt_repl_promote_result r = promote(0, 2);
     assert_int_equal(r.kind, VT_REPL_QUORUM_UNAVAILABLE);
     assert_int_equal(r.answered, 0);
-    /* the host learns both peers' addresses: links are made on demand */
+    /* the host learns every node's address (on every node: a follower
+     * accepts only nodes it knows): links are made on demand */
+    set_peer(1, 0, true);
+    set_peer(2, 0, true);
     set_peer(0, 1, true);
     set_peer(0, 2, true);
     r = promote(0, 2);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
-    assert_int_equal(r.answered, 2);
+    assert_true(r.answered >= 1); /* a majority settles it */
     struct prod *p = produce_wait(produce_start(0, 0, 5));
     assert_int_equal(p->code, 0);
     assert_int_equal(p->w.base_offset, 1);
