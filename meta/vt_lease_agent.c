@@ -62,9 +62,12 @@ vt_lease_campaign_delay_ms(const struct vt_lease_timing *t, uint32_t rank, uint3
         return ttl + (int64_t)n_replicas * poll;
     if (rank == 0)
         return 0;
+    /* caught up: the first standby at once, the next half a poll later (so
+     * a failover costs about the lease ttl); behind: after every caught-up
+     * replica had its chance */
     if (caught_up)
-        return ttl / 2 + (int64_t)rank * poll;
-    return ttl + (int64_t)rank * poll;
+        return (int64_t)(rank - 1) * poll / 2;
+    return ttl / 2 + (int64_t)rank * poll;
 }
 
 /* ---- UUID index: linear probing, backward-shift deletion ---- */

@@ -186,8 +186,8 @@ void vt_lease_timing_defaults(struct vt_lease_timing *t);
 int vt_lease_timing_check(const struct vt_lease_timing *t, char *err, size_t err_len) VT_MUST_USE;
 
 /* How long a free or expired lease must have been seen so before this replica
- * campaigns: 0 for the preferred leader (rank 0), ttl/2 + rank*poll when
- * caught up, ttl + rank*poll when lagging; a replica whose last promotion was
+ * campaigns: 0 for the preferred leader (rank 0), (rank-1)*poll/2 when
+ * caught up, ttl/2 + rank*poll when lagging; a replica whose last promotion was
  * refused waits ttl + n_replicas*poll whatever its rank. Pure. */
 int64_t vt_lease_campaign_delay_ms(const struct vt_lease_timing *t, uint32_t rank,
                                    uint32_t n_replicas, bool caught_up, bool refused);

@@ -176,17 +176,17 @@ test_round_other_expired_acquires_after_policy_delay(void **state)
 {
     (void)state;
     struct vt_lease_agent *a = lt_agent(16);
-    const uint32_t ids[] = {2, LT_ME, 3}; /* rank 1 */
+    const uint32_t ids[] = {2, 3, LT_ME}; /* rank 2 */
     uint32_t s = lt_add(a, 1, ids, 3);
     struct vt_lease_obs o = lt_obs_lease(s, 3, 6, 2, T0 - 1); /* expired */
     o.durable_offset = 500;
-    o.hwm = 500; /* caught up: ttl/2 + 1*poll = 4,000 ms */
+    o.hwm = 500; /* caught up: (2-1)*poll/2 = 500 ms */
     lt_round1(a, T0, o);
     lt_expect(a, 0);
     assert_true(lt_state(a, s).absent_seen);
-    lt_round1(a, T0 + 3999, o);
+    lt_round1(a, T0 + 499, o);
     lt_expect(a, 0);
-    lt_round1(a, T0 + 4000, o);
+    lt_round1(a, T0 + 500, o);
     lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
     assert_int_equal(lt_act(a, 0)->generation, 3);
     vt_lease_agent_free(a);
@@ -199,10 +199,10 @@ test_campaign_delays_preferred_caught_up_lagging_refused(void **state)
     struct vt_lease_timing t = {LT_TTL, LT_RENEW, LT_POLL};
     assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, false, false), 0);
     assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, false), 0);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, false), 4000);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, true, false), 5000);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, false, false), 7000);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, false, false), 8000);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, false), 0);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, true, false), 500);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, false, false), 4000);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, false, false), 5000);
     assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, true), 9000);
     /* Every caught-up rank goes before every lagging one in a 3-replica set. */
     assert_true(vt_lease_campaign_delay_ms(&t, 2, 3, true, false) <
@@ -222,17 +222,21 @@ test_campaign_lagging_replica_yields_to_caught_up(void **state)
     o.durable_offset = 90;
     o.hwm = 100;
     lt_round1(a, T0, o);
-    lt_round1(a, T0 + 5000, o); /* where a caught-up rank 2 would go */
+    lt_expect(a, 0); /* a caught-up rank 1 would go now */
+    lt_round1(a, T0 + 500, o); /* and a caught-up rank 2 here */
     lt_expect(a, 0);
-    lt_round1(a, T0 + 6999, o);
+    lt_round1(a, T0 + 3999, o);
     lt_expect(a, 0);
-    lt_round1(a, T0 + 7000, o);
+    lt_round1(a, T0 + 4000, o); /* lagging rank 1: ttl/2 + poll */
     lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
     /* A live lease seen in between restarts the timing. */
-    assert_int_equal(vt_lease_agent_acquire_result(a, s, VT_LEASE_ACQUIRE_LOST, 0, T0 + 7001), 0);
+    assert_int_equal(vt_lease_agent_acquire_result(a, s, VT_LEASE_ACQUIRE_LOST, 0, T0 + 4001), 0);
     lt_round1(a, T0 + 8000, lt_obs_lease(s, 9, 7, 3, T0 + 14000));
     assert_false(lt_state(a, s).absent_seen);
-    lt_round1(a, T0 + 14000, lt_obs_lease(s, 9, 7, 3, T0 + 14000));
+    struct vt_lease_obs late = lt_obs_lease(s, 9, 7, 3, T0 + 14000);
+    late.durable_offset = 90; /* still lagging */
+    late.hwm = 100;
+    lt_round1(a, T0 + 14000, late);
     lt_expect(a, 0);
     assert_int_equal(lt_state(a, s).absent_since_ms, T0 + 14000);
     vt_lease_agent_free(a);
