@@ -37,6 +37,13 @@ fail() {
     exit 1
 }
 ctl() { "$bin/vtopctl" "$@"; }
+# every node we started is still running (a crash fails the test at once)
+alive() {
+    local n
+    for n in 1 2 3; do
+        [ -z "${CL_PIDS[n]}" ] || kill -0 "${CL_PIDS[n]}" 2>/dev/null || fail "node $n died"
+    done
+}
 
 cl_setup || fail "setup"
 cl_start_all || fail "start"
@@ -44,12 +51,14 @@ cl_meta_init >/dev/null || fail "meta init"
 for _ in $(seq 1 100); do
     [ "$(ctl meta membership --config "$work/admin.yaml" 2>/dev/null | grep -c '^voter')" = 3 ] &&
         break
+    alive
     sleep 0.1
 done
 # the nodes register themselves (replica and native addresses)
 for _ in $(seq 1 100); do
     [ "$(ctl meta nodes --config "$work/admin.yaml" 2>/dev/null | grep -c 'state=Active')" = 3 ] &&
         break
+    alive
     sleep 0.1
 done
 ctl meta nodes --config "$work/admin.yaml" | grep -q "native_addr=$(cl_native 2)" ||
@@ -79,6 +88,7 @@ prod_pid=$!
 for _ in $(seq 1 300); do
     [ -f "$work/acked" ] && [ "$(cat "$work/acked")" -ge 5000 ] && break
     kill -0 "$prod_pid" 2>/dev/null || fail "the producer ended early: $(cat "$work/produce.json")"
+    alive
     sleep 0.05
 done
 before=$(cat "$work/acked")
