@@ -121,6 +121,8 @@ vt_cluster_new(struct vt_broker *b, char *err, size_t err_len)
     if (cl == NULL)
         goto oom;
     cl->b = b;
+    cl->promote_hist = -1;
+    cl->reason_cur = -1;
     memcpy(cl->self, c->node_uuid, 16);
     vt_uuid_format(cl->self, cl->self_text);
     cl->req_base = (uint64_t)vt_clock_wall_ms() << 20;
@@ -203,6 +205,7 @@ vt_cluster__answered(struct vt_cluster *cl)
     if (--cl->pending > 0)
         return;
     cl->busy = false;
+    vt_cluster__update_readiness(cl);
     cl_schedule(cl, vt_lease_agent_next_sleep_ms(cl->agent));
 }
 

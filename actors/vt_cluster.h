@@ -31,6 +31,19 @@ void vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core);
 /* The replica plane's hook (on a range's core): a fence or append came at
  * an epoch above the lease view; core 0 reads metadata at once. */
 void vt_cluster_epoch_hint(void *arg, uint64_t epoch, const uint8_t sender[16]);
+/* Main thread, before start: the lease counters (acquisitions, renewals,
+ * refusals{reason}, losses{reason}, promotions{result}) as callback
+ * counters and the promotion-duration histogram. 0, -EINVAL (NULL), or the
+ * registry's error. */
+struct vt_metrics;
+int vt_cluster_register_metrics(struct vt_cluster *cl, struct vt_metrics *m) VT_MUST_USE;
+/* The /readyz text for a range whose lease this node holds but whose
+ * promotion is not verified: held is VT_LEASE_PROMOTING or
+ * VT_LEASE_SUSPENDED (why: the refusal, NULL or "" for none). 0; -EINVAL
+ * (NULL out or out_len 0, NULL topic/range, epoch 0, another state: out is
+ * ""), -ENOSPC (truncated). Pure, any thread. */
+int vt_cluster_unready_reason(const char *topic, const uint8_t range[16], uint64_t epoch, int held,
+                              const char *why, char *out, size_t out_len) VT_MUST_USE;
 /* Main thread after the runtime stopped. NULL ok. */
 void vt_cluster_free(struct vt_cluster *cl);
 

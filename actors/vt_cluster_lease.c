@@ -33,6 +33,7 @@ struct cl_op {
     struct vt_repl_promote_result pr;
     char why[160];
     uint64_t durable, hwm;
+    uint64_t sent_ms;             /* core 0's clock when sent (promotion duration) */
 };
 
 static void op_home(struct vt_core *core, const struct vt_msg *m);
@@ -123,6 +124,7 @@ op_send(struct vt_cluster *cl, struct cl_range *r, enum cl_op_kind kind, uint64_
     op->ident = r->ident;
     op->slot = r->slot;
     op->epoch = epoch;
+    op->sent_ms = vt_clock_mono_ms();
     if (holder != NULL) {
         op->has_holder = true;
         memcpy(op->holder, holder, 16);
@@ -150,6 +152,17 @@ promote_answer(struct vt_cluster *cl, struct cl_op *op)
     }
     struct cl_range *r = vt_cluster__range_by_slot(cl, op->slot);
     const char *topic = r != NULL ? r->view.topic_name : "?";
+    vt_cluster__observe_promotion(cl, (int64_t)(vt_clock_mono_ms() - op->sent_ms));
+    if (r != NULL) {
+        static const char *const kind[] = {"established", "quorum unavailable",
+                                           "leader behind", "local error"};
+        if (res == VT_LEASE_PROMOTE_ESTABLISHED)
+            r->promote_why[0] = '\0';
+        else if (op->why[0] != '\0')
+            snprintf(r->promote_why, sizeof(r->promote_why), "%s (%.90s)", kind[res], op->why);
+        else
+            snprintf(r->promote_why, sizeof(r->promote_why), "%s", kind[res]);
+    }
     if (res == VT_LEASE_PROMOTE_ESTABLISHED) {
         cl->promotions++;
         VT_INFO("cluster: leading range %u of topic %s at epoch %llu (boundary %llu, %u of %u "
@@ -166,6 +179,7 @@ promote_answer(struct vt_cluster *cl, struct cl_op *op)
                                            vt_clock_wall_ms());
     if (rc == 0)
         vt_cluster__run_actions(cl);
+    vt_cluster__update_readiness(cl); /* a promotion may outlive its round */
 }
 
 static void
@@ -387,6 +401,7 @@ vt_cluster__run_actions(struct vt_cluster *cl)
     }
     if (n > 0)
         memcpy(copy, acts, n * sizeof(*copy));
+    vt_cluster__publish_counters(cl);
     for (size_t i = 0; i < n; i++) {
         const struct vt_lease_action *a = &copy[i];
         struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
@@ -434,6 +449,7 @@ vt_cluster__run_actions(struct vt_cluster *cl)
         }
     }
     free(copy);
+    vt_cluster__publish_counters(cl); /* an action answered synchronously counts too */
 }
 
 void
