@@ -206,6 +206,7 @@ vt_cluster__answered(struct vt_cluster *cl)
         return;
     cl->busy = false;
     vt_cluster__update_readiness(cl);
+    vt_cluster__lead_check(cl);
     cl_schedule(cl, vt_lease_agent_next_sleep_ms(cl->agent));
 }
 
@@ -732,6 +733,7 @@ void
 vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core)
 {
     (void)core;
+    vt_cluster__lead_abort(cl);
     cl->stopping = true;
     cl->phase = CL_STOPPED;
     if (cl->core != NULL)

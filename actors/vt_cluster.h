@@ -68,4 +68,29 @@ struct vt_cluster_locate {
 int vt_cluster_locate(struct vt_cluster *cl, struct vt_core *from, struct vt_cluster_locate *q)
     VT_MUST_USE;
 
+/* A Leadership request (step down from one range, or drain the node) from
+ * a session on any core. The session allocates it; core 0 asks the lease
+ * agent, runs the STOP -> replication step-down -> RELEASE path and answers
+ * once the release of every lease concerned was proposed to metadata (or
+ * with code/why: WrongRange, NotLeader, Overloaded). done(core, q) runs on
+ * the session's core, which frees it. */
+struct vt_cluster_lead {
+    struct vt_leadership_req req;
+    void (*done)(struct vt_core *core, struct vt_cluster_lead *q);
+    void *arg;
+    uint16_t code; /* 0, or a client-plane error code with `why` */
+    char why[200];
+    struct vt_leadership_resp resp;
+    /* core 0's state */
+    struct vt_cluster *cl;
+    struct vt_msg call;
+    uint32_t slot;
+    uint64_t releases_at_start;
+    int64_t deadline_ms;
+    struct vt_cluster_lead *next;
+};
+/* 0, or -EAGAIN when core 0's ring is full (answer Overloaded). */
+int vt_cluster_leadership(struct vt_cluster *cl, struct vt_core *from, struct vt_cluster_lead *q)
+    VT_MUST_USE;
+
 #endif

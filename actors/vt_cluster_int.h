@@ -31,6 +31,8 @@ struct cl_range {
     uint64_t durable, hwm;
     /* why the last promotion was refused ("" after an established one) */
     char promote_why[128];
+    /* the last release this node proposed / failed to propose (epochs) */
+    uint64_t released_epoch, release_failed_epoch;
 };
 
 /* One registered node, as the last read of ReadNodes said. */
@@ -99,7 +101,13 @@ struct vt_cluster {
     char reasons[VT_CLUSTER_REASONS][256]; /* /readyz texts, see publish_reason */
     int reason_cur;                  /* the last one published, -1 if none */
     bool ready_published;            /* the source was last set ready by a round */
+    /* leadership requests waiting for their releases (vt_cluster_lead.c) */
+    struct vt_cluster_lead *lead_waiters;
+    uint32_t n_lead_waiters;
+    uint64_t releases_proposed;
 };
+
+#define VT_CLUSTER_LEAD_WAITERS 32u
 
 /* vt_cluster.c */
 struct cl_range *vt_cluster__range_by_slot(struct vt_cluster *cl, uint32_t slot);
@@ -126,5 +134,13 @@ void vt_cluster__observe_promotion(struct vt_cluster *cl, int64_t took_ms);
 /* Sets the "metadata" readiness source from the ranges this node holds
  * the lease of (end of every round). */
 void vt_cluster__update_readiness(struct vt_cluster *cl);
+
+/* vt_cluster_lead.c */
+/* Answers the leadership requests whose releases were proposed, whose
+ * lease was lost meanwhile or that timed out (after a release, a step-down
+ * answer and at the end of every round). */
+void vt_cluster__lead_check(struct vt_cluster *cl);
+/* At stop: answers every waiting request Overloaded. */
+void vt_cluster__lead_abort(struct vt_cluster *cl);
 
 #endif

@@ -199,6 +199,7 @@ op_home(struct vt_core *core, const struct vt_msg *m)
         } else if (op->kind == OP_STEP_DOWN) {
             if (vt_lease_agent_stopped(cl->agent, op->slot, op->epoch, vt_clock_wall_ms()) == 0)
                 vt_cluster__run_actions(cl);
+            vt_cluster__lead_check(cl);
         }
     }
     free(op);
@@ -381,8 +382,19 @@ release(struct vt_cluster *cl, const struct vt_lease_action *a)
     memcpy(c.u.release.range, a->range, 16);
     memcpy(c.u.release.holder, cl->self, 16);
     c.u.release.epoch = a->epoch;
-    if (vt_meta_client_propose(cl->mc, &c, on_released, cl) != 0)
+    struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
+    if (vt_meta_client_propose(cl->mc, &c, on_released, cl) != 0) {
         VT_WARN("cluster: cannot send a lease release: %s", vt_meta_client_last_error(cl->mc));
+        if (r != NULL)
+            r->release_failed_epoch = a->epoch;
+    } else {
+        cl->releases_proposed++;
+        if (r != NULL) {
+            r->released_epoch = a->epoch;
+            VT_INFO("cluster: released range %u of topic %s at epoch %llu", r->view.index,
+                    r->view.topic_name, (unsigned long long)a->epoch);
+        }
+    }
 }
 
 /* ---- the agent's actions --------------------------------------------------------------- */
