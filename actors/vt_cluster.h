@@ -71,7 +71,7 @@ int vt_cluster_locate(struct vt_cluster *cl, struct vt_core *from, struct vt_clu
 /* A Leadership request (step down from one range, or drain the node) from
  * a session on any core. The session allocates it; core 0 asks the lease
  * agent, runs the STOP -> replication step-down -> RELEASE path and answers
- * once the release of every lease concerned was proposed to metadata (or
+ * once metadata accepted the release of every lease concerned (or
  * with code/why: WrongRange, NotLeader, Overloaded). done(core, q) runs on
  * the session's core, which frees it. */
 struct vt_cluster_lead {

@@ -32,7 +32,7 @@ struct cl_range {
     /* why the last promotion was refused ("" after an established one) */
     char promote_why[128];
     /* the last release this node proposed / failed to propose (epochs) */
-    uint64_t released_epoch, release_failed_epoch;
+    uint64_t release_sent_epoch, released_epoch, release_failed_epoch;
 };
 
 /* One registered node, as the last read of ReadNodes said. */
@@ -104,7 +104,8 @@ struct vt_cluster {
     /* leadership requests waiting for their releases (vt_cluster_lead.c) */
     struct vt_cluster_lead *lead_waiters;
     uint32_t n_lead_waiters;
-    uint64_t releases_proposed;
+    uint64_t releases_proposed;      /* accepted by metadata */
+    uint32_t releases_inflight;      /* proposed, not answered yet */
 };
 
 #define VT_CLUSTER_LEAD_WAITERS 32u

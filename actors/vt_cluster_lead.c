@@ -2,8 +2,8 @@
  * down from one range or to drain. Core 0 asks the lease agent, whose STOP
  * actions run the replication step-down on each range's core (in-flight
  * acks settle) and whose RELEASE actions propose the release to metadata
- * (vt_cluster_lease.c); a request is answered once every release it waits
- * for was proposed, or when its lease was lost meanwhile, or after three
+ * (vt_cluster_lease.c); a request is answered once metadata accepted every release it
+ * waits for, or when its lease was lost meanwhile, or after three
  * lease TTLs. At most VT_CLUSTER_LEAD_WAITERS wait at once. */
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +65,8 @@ check_step_down(struct vt_cluster *cl, struct vt_cluster_lead *q)
         lead_answer(cl, q, VT_E_OVERLOADED, why);
         return 1;
     }
+    if (r->release_sent_epoch == q->resp.epoch)
+        return 0; /* metadata has not answered the release yet */
     if (st.held == VT_LEASE_NOT_HELD || st.held_epoch != q->resp.epoch) {
         snprintf(why, sizeof(why), "the lease at epoch %llu was lost before it was released",
                  (unsigned long long)q->resp.epoch);
@@ -77,6 +79,8 @@ check_step_down(struct vt_cluster *cl, struct vt_cluster_lead *q)
 static int
 check_drain(struct vt_cluster *cl, struct vt_cluster_lead *q)
 {
+    if (cl->releases_inflight > 0)
+        return 0;
     for (uint32_t i = 0; i < cl->n_ranges; i++) {
         struct cl_range *r = cl->ranges[i];
         struct vt_lease_range_state st;

@@ -358,17 +358,41 @@ renew_batch(struct vt_cluster *cl, const struct vt_lease_action *a)
         on_renewed(x, -EAGAIN, 0, NULL);
 }
 
+struct rel_ctx {
+    struct vt_cluster *cl;
+    uint32_t slot;
+    uint64_t epoch;
+};
+
+/* The release committed (or not): a step-down waiting for it is answered. */
 static void
 on_released(void *arg, int rc, uint64_t index, const struct vt_meta_response *resp)
 {
     (void)index;
-    struct vt_cluster *cl = arg;
+    struct rel_ctx *x = arg;
+    struct vt_cluster *cl = x->cl;
+    uint32_t slot = x->slot;
+    uint64_t epoch = x->epoch;
+    free(x);
     if (cl->stopping)
         return;
-    if (rc != 0 || resp->kind == VT_META_RESP_REJECTED)
+    cl->releases_inflight--;
+    struct cl_range *r = vt_cluster__range_by_slot(cl, slot);
+    if (rc != 0 || resp->kind == VT_META_RESP_REJECTED) {
         VT_WARN("cluster: releasing a lease failed (%s): the lease lapses at its deadline "
                 "instead",
                 rc != 0 ? vt_meta_client_last_error(cl->mc) : resp->detail);
+        if (r != NULL)
+            r->release_failed_epoch = epoch;
+    } else {
+        cl->releases_proposed++;
+        if (r != NULL) {
+            r->released_epoch = epoch;
+            VT_INFO("cluster: released range %u of topic %s at epoch %llu", r->view.index,
+                    r->view.topic_name, (unsigned long long)epoch);
+        }
+    }
+    vt_cluster__lead_check(cl);
 }
 
 static void
@@ -382,19 +406,22 @@ release(struct vt_cluster *cl, const struct vt_lease_action *a)
     memcpy(c.u.release.range, a->range, 16);
     memcpy(c.u.release.holder, cl->self, 16);
     c.u.release.epoch = a->epoch;
-    struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
-    if (vt_meta_client_propose(cl->mc, &c, on_released, cl) != 0) {
-        VT_WARN("cluster: cannot send a lease release: %s", vt_meta_client_last_error(cl->mc));
+    struct rel_ctx *x = malloc(sizeof(*x));
+    if (x != NULL)
+        *x = (struct rel_ctx){.cl = cl, .slot = a->slot, .epoch = a->epoch};
+    if (x == NULL || vt_meta_client_propose(cl->mc, &c, on_released, x) != 0) {
+        VT_WARN("cluster: cannot send a lease release: %s",
+                x == NULL ? "out of memory" : vt_meta_client_last_error(cl->mc));
+        free(x);
+        struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
         if (r != NULL)
             r->release_failed_epoch = a->epoch;
-    } else {
-        cl->releases_proposed++;
-        if (r != NULL) {
-            r->released_epoch = a->epoch;
-            VT_INFO("cluster: released range %u of topic %s at epoch %llu", r->view.index,
-                    r->view.topic_name, (unsigned long long)a->epoch);
-        }
+        return;
     }
+    cl->releases_inflight++;
+    struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
+    if (r != NULL)
+        r->release_sent_epoch = a->epoch;
 }
 
 /* ---- the agent's actions --------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* `vtopctl range step-down` and `vtopctl node drain`: a Leadership request
- * (admin role) to the node in the client config's `addr`, answered once the
- * node proposed the release of the lease(s) to metadata. Exit: 0 released,
+ * (admin role) to the node in the client config's `addr`, answered once metadata
+ * accepted the release of the lease(s). Exit: 0 released,
  * 1 unreachable or refused, 2 usage or bad config. */
 #include <getopt.h>
 #include <inttypes.h>
@@ -35,7 +35,7 @@ static const char drain_usage[] =
     "\n"
     "Asks the node in CLIENT.yaml's addr to drain: it steps down from every\n"
     "range it leads, releases their leases, and never campaigns again until\n"
-    "it restarts. Prints how many releases were proposed.\n"
+    "it restarts. Prints how many releases metadata accepted.\n"
     "\n"
     "  --config PATH          client config (YAML); connects with the admin role\n"
     "  --timeout-seconds T    connect and answer timeout (default 30)\n"
@@ -119,7 +119,7 @@ lead_main(int argc, char **argv, uint8_t op)
             printf("released range %s at epoch %" PRIu64 "\n", cfg.range_ident.topic,
                    resp.epoch);
         else
-            printf("drained: %" PRIu32 " lease release(s) proposed\n", resp.released);
+            printf("drained: %" PRIu32 " lease(s) released\n", resp.released);
     }
     vt_client_close(c);
     vt_client_config_free(&cfg);

@@ -127,7 +127,7 @@ int vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *ran
                            struct vt_range_location *out) VT_MUST_USE;
 
 /* Leadership (synchronous, admin role): step down from req->range or
- * drain the node; 0 and *out once the node proposed the release(s), or
+ * drain the node; 0 and *out once metadata accepted the release(s), or
  * -EREMOTEIO with the node's refusal (WrongRange, NotLeader, Overloaded). */
 int vt_client_leadership(struct vt_client *c, const struct vt_leadership_req *req,
                          struct vt_leadership_resp *out) VT_MUST_USE;

@@ -47,7 +47,7 @@
  *                              (has_leader 0 requires a zero leader and "")
  *   94    Leadership           op u8 (1 step down from range, 2 drain the node) |
  *                              op 1 only: range (admin role)
- *   95    LeadershipResponse   released u32 (leases whose release was proposed) |
+ *   95    LeadershipResponse   released u32 (leases whose release metadata accepted) |
  *                              epoch u64 (op 1: the epoch released, op 2: 0)
  *
  * Decoders treat bytes as untrusted: every length is checked against its
