@@ -515,8 +515,9 @@ on_ranges(void *arg, int rc, uint16_t kind, const uint8_t *p, size_t len)
         round_failed(cl, -ENOMEM, "reading this node's ranges");
         return;
     }
-    memcpy(cl->next_ranges + cl->n_next_ranges, cl->rpage->ranges,
-           cl->rpage->n * sizeof(*cl->next_ranges));
+    if (cl->rpage->n > 0) /* before the first range the table may be NULL */
+        memcpy(cl->next_ranges + cl->n_next_ranges, cl->rpage->ranges,
+               cl->rpage->n * sizeof(*cl->next_ranges));
     cl->n_next_ranges += cl->rpage->n;
     if (cl->rpage->more && cl->rpage->n > 0) {
         memcpy(cl->after, cl->rpage->ranges[cl->rpage->n - 1].range, 16);
