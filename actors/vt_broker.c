@@ -135,6 +135,14 @@ static const struct {
     {"repl_follower_resyncs", "Stream restarts for this follower.", true, true},
     {"repl_follower_truncated_records", "Divergent records the follower reported removing.",
      true, true},
+    {"broker_range_role", "Replication role: 0 follower, 1 promoting, 2 leader, 3 suspended.",
+     true, false},
+    {"broker_held_fencing_epoch", "Fencing epoch this replica holds (its log's epoch).", true,
+     false},
+    {"broker_meta_fencing_epoch", "Epoch of the lease view metadata last gave this replica.",
+     true, false},
+    {"broker_lease_active", "1 while this replica leads the range under a verified lease.", true,
+     false},
 };
 
 static double
@@ -165,9 +173,15 @@ emit_range(const char *family, bool follower, struct vt_range_actor *ra,
 {
     const struct vt_broker_range *br = &ra->br;
     if (!follower) {
-        double v = strcmp(family, "broker_committed_offset") == 0 ? rd(&ra->pub.committed)
-                   : strcmp(family, "broker_next_offset") == 0    ? rd(&ra->pub.next)
-                                                                  : rd(&ra->pub.hwm);
+        int role = atomic_load_explicit(&ra->pub.role, memory_order_relaxed);
+        double v = strcmp(family, "broker_committed_offset") == 0     ? rd(&ra->pub.committed)
+                   : strcmp(family, "broker_next_offset") == 0        ? rd(&ra->pub.next)
+                   : strcmp(family, "broker_range_role") == 0         ? (double)role
+                   : strcmp(family, "broker_held_fencing_epoch") == 0 ? rd(&ra->pub.epoch)
+                   : strcmp(family, "broker_meta_fencing_epoch") == 0 ? rd(&ra->pub.view_epoch)
+                   : strcmp(family, "broker_lease_active") == 0
+                       ? (role == VT_REPL_ROLE_LEADER ? 1.0 : 0.0)
+                       : rd(&ra->pub.hwm);
         (void)vt_metrics_emit(e, family, br->labels, v);
         return;
     }
@@ -423,6 +437,10 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
         b->cluster = vt_cluster_new(b, err, err_len);
         if (b->cluster == NULL)
             goto fail;
+        if (vt_cluster_register_metrics(b->cluster, b->metrics) != 0) {
+            snprintf(err, err_len, "metrics registry full (lease counters)");
+            goto fail;
+        }
         b->epoch_hint = vt_cluster_epoch_hint;
         b->epoch_hint_arg = b->cluster;
     }

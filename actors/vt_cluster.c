@@ -121,6 +121,8 @@ vt_cluster_new(struct vt_broker *b, char *err, size_t err_len)
     if (cl == NULL)
         goto oom;
     cl->b = b;
+    cl->promote_hist = -1;
+    cl->reason_cur = -1;
     memcpy(cl->self, c->node_uuid, 16);
     vt_uuid_format(cl->self, cl->self_text);
     cl->req_base = (uint64_t)vt_clock_wall_ms() << 20;
@@ -203,6 +205,8 @@ vt_cluster__answered(struct vt_cluster *cl)
     if (--cl->pending > 0)
         return;
     cl->busy = false;
+    vt_cluster__update_readiness(cl);
+    vt_cluster__lead_check(cl);
     cl_schedule(cl, vt_lease_agent_next_sleep_ms(cl->agent));
 }
 
@@ -518,7 +522,7 @@ on_ranges(void *arg, int rc, uint16_t kind, const uint8_t *p, size_t len)
         round_failed(cl, -ENOMEM, "reading this node's ranges");
         return;
     }
-    if (cl->rpage->n > 0)
+    if (cl->rpage->n > 0) /* before the first range the table may be NULL */
         memcpy(cl->next_ranges + cl->n_next_ranges, cl->rpage->ranges,
                cl->rpage->n * sizeof(*cl->next_ranges));
     cl->n_next_ranges += cl->rpage->n;
@@ -737,6 +741,7 @@ void
 vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core)
 {
     (void)core;
+    vt_cluster__lead_abort(cl);
     cl->stopping = true;
     cl->phase = CL_STOPPED;
     if (cl->core != NULL)

@@ -29,6 +29,10 @@ struct cl_range {
     bool sent_any;
     /* the replica's durable offset and HWM, as its core last reported */
     uint64_t durable, hwm;
+    /* why the last promotion was refused ("" after an established one) */
+    char promote_why[128];
+    /* the last release this node proposed / failed to propose (epochs) */
+    uint64_t release_sent_epoch, released_epoch, release_failed_epoch;
 };
 
 /* One registered node, as the last read of ReadNodes said. */
@@ -38,6 +42,17 @@ struct cl_node {
     char addr[VT_META_ADDR_MAX + 1];   /* replica plane */
     char native[VT_META_ADDR_MAX + 1]; /* client plane */
 };
+
+/* The lease agent's counters as core 0 last copied them (single writer:
+ * core 0; read racily by the metrics renderer). */
+struct vt_cluster_pub {
+    _Atomic uint64_t acquisitions, renewals;
+    _Atomic uint64_t refusals[VT_LEASE_REFUSAL__COUNT];
+    _Atomic uint64_t losses[VT_LEASE_LOSS__COUNT];
+    _Atomic uint64_t promotions[VT_LEASE_PROMOTE__COUNT];
+};
+
+#define VT_CLUSTER_REASONS 16
 
 enum cl_phase { CL_REGISTERING = 0, CL_RUNNING, CL_STOPPED };
 
@@ -80,7 +95,20 @@ struct vt_cluster {
     /* counters (for the status line and metrics) */
     uint64_t rounds, read_errors, opens, closes, promotions, losses;
     char last_error[256];
+    /* metrics and readiness (vt_cluster_obs.c) */
+    struct vt_cluster_pub pub;
+    int promote_hist;                /* histogram id, -1 if not registered */
+    char reasons[VT_CLUSTER_REASONS][256]; /* /readyz texts, see publish_reason */
+    int reason_cur;                  /* the last one published, -1 if none */
+    bool ready_published;            /* the source was last set ready by a round */
+    /* leadership requests waiting for their releases (vt_cluster_lead.c) */
+    struct vt_cluster_lead *lead_waiters;
+    uint32_t n_lead_waiters;
+    uint64_t releases_proposed;      /* accepted by metadata */
+    uint32_t releases_inflight;      /* proposed, not answered yet */
 };
+
+#define VT_CLUSTER_LEAD_WAITERS 32u
 
 /* vt_cluster.c */
 struct cl_range *vt_cluster__range_by_slot(struct vt_cluster *cl, uint32_t slot);
@@ -98,5 +126,22 @@ void vt_cluster__lease_round(struct vt_cluster *cl);
 void vt_cluster__run_actions(struct vt_cluster *cl);
 /* Asks a range's core for its durable offset and HWM (cached in r). */
 void vt_cluster__refresh_state(struct vt_cluster *cl, struct cl_range *r);
+
+/* vt_cluster_obs.c */
+/* Copies the agent's counters into cl->pub (after every agent call). */
+void vt_cluster__publish_counters(struct vt_cluster *cl);
+/* A promotion result came back `took_ms` after its PROMOTE was sent. */
+void vt_cluster__observe_promotion(struct vt_cluster *cl, int64_t took_ms);
+/* Sets the "metadata" readiness source from the ranges this node holds
+ * the lease of (end of every round). */
+void vt_cluster__update_readiness(struct vt_cluster *cl);
+
+/* vt_cluster_lead.c */
+/* Answers the leadership requests whose releases were proposed, whose
+ * lease was lost meanwhile or that timed out (after a release, a step-down
+ * answer and at the end of every round). */
+void vt_cluster__lead_check(struct vt_cluster *cl);
+/* At stop: answers every waiting request Overloaded. */
+void vt_cluster__lead_abort(struct vt_cluster *cl);
 
 #endif

@@ -33,6 +33,7 @@ struct cl_op {
     struct vt_repl_promote_result pr;
     char why[160];
     uint64_t durable, hwm;
+    uint64_t sent_ms;             /* core 0's clock when sent (promotion duration) */
 };
 
 static void op_home(struct vt_core *core, const struct vt_msg *m);
@@ -123,6 +124,7 @@ op_send(struct vt_cluster *cl, struct cl_range *r, enum cl_op_kind kind, uint64_
     op->ident = r->ident;
     op->slot = r->slot;
     op->epoch = epoch;
+    op->sent_ms = vt_clock_mono_ms();
     if (holder != NULL) {
         op->has_holder = true;
         memcpy(op->holder, holder, 16);
@@ -150,6 +152,17 @@ promote_answer(struct vt_cluster *cl, struct cl_op *op)
     }
     struct cl_range *r = vt_cluster__range_by_slot(cl, op->slot);
     const char *topic = r != NULL ? r->view.topic_name : "?";
+    vt_cluster__observe_promotion(cl, (int64_t)(vt_clock_mono_ms() - op->sent_ms));
+    if (r != NULL) {
+        static const char *const kind[] = {"established", "quorum unavailable",
+                                           "leader behind", "local error"};
+        if (res == VT_LEASE_PROMOTE_ESTABLISHED)
+            r->promote_why[0] = '\0';
+        else if (op->why[0] != '\0')
+            snprintf(r->promote_why, sizeof(r->promote_why), "%s (%.90s)", kind[res], op->why);
+        else
+            snprintf(r->promote_why, sizeof(r->promote_why), "%s", kind[res]);
+    }
     if (res == VT_LEASE_PROMOTE_ESTABLISHED) {
         cl->promotions++;
         VT_INFO("cluster: leading range %u of topic %s at epoch %llu (boundary %llu, %u of %u "
@@ -166,6 +179,7 @@ promote_answer(struct vt_cluster *cl, struct cl_op *op)
                                            vt_clock_wall_ms());
     if (rc == 0)
         vt_cluster__run_actions(cl);
+    vt_cluster__update_readiness(cl); /* a promotion may outlive its round */
 }
 
 static void
@@ -185,6 +199,7 @@ op_home(struct vt_core *core, const struct vt_msg *m)
         } else if (op->kind == OP_STEP_DOWN) {
             if (vt_lease_agent_stopped(cl->agent, op->slot, op->epoch, vt_clock_wall_ms()) == 0)
                 vt_cluster__run_actions(cl);
+            vt_cluster__lead_check(cl);
         }
     }
     free(op);
@@ -343,17 +358,41 @@ renew_batch(struct vt_cluster *cl, const struct vt_lease_action *a)
         on_renewed(x, -EAGAIN, 0, NULL);
 }
 
+struct rel_ctx {
+    struct vt_cluster *cl;
+    uint32_t slot;
+    uint64_t epoch;
+};
+
+/* The release committed (or not): a step-down waiting for it is answered. */
 static void
 on_released(void *arg, int rc, uint64_t index, const struct vt_meta_response *resp)
 {
     (void)index;
-    struct vt_cluster *cl = arg;
+    struct rel_ctx *x = arg;
+    struct vt_cluster *cl = x->cl;
+    uint32_t slot = x->slot;
+    uint64_t epoch = x->epoch;
+    free(x);
     if (cl->stopping)
         return;
-    if (rc != 0 || resp->kind == VT_META_RESP_REJECTED)
+    cl->releases_inflight--;
+    struct cl_range *r = vt_cluster__range_by_slot(cl, slot);
+    if (rc != 0 || resp->kind == VT_META_RESP_REJECTED) {
         VT_WARN("cluster: releasing a lease failed (%s): the lease lapses at its deadline "
                 "instead",
                 rc != 0 ? vt_meta_client_last_error(cl->mc) : resp->detail);
+        if (r != NULL)
+            r->release_failed_epoch = epoch;
+    } else {
+        cl->releases_proposed++;
+        if (r != NULL) {
+            r->released_epoch = epoch;
+            VT_INFO("cluster: released range %u of topic %s at epoch %llu", r->view.index,
+                    r->view.topic_name, (unsigned long long)epoch);
+        }
+    }
+    vt_cluster__lead_check(cl);
 }
 
 static void
@@ -367,8 +406,22 @@ release(struct vt_cluster *cl, const struct vt_lease_action *a)
     memcpy(c.u.release.range, a->range, 16);
     memcpy(c.u.release.holder, cl->self, 16);
     c.u.release.epoch = a->epoch;
-    if (vt_meta_client_propose(cl->mc, &c, on_released, cl) != 0)
-        VT_WARN("cluster: cannot send a lease release: %s", vt_meta_client_last_error(cl->mc));
+    struct rel_ctx *x = malloc(sizeof(*x));
+    if (x != NULL)
+        *x = (struct rel_ctx){.cl = cl, .slot = a->slot, .epoch = a->epoch};
+    if (x == NULL || vt_meta_client_propose(cl->mc, &c, on_released, x) != 0) {
+        VT_WARN("cluster: cannot send a lease release: %s",
+                x == NULL ? "out of memory" : vt_meta_client_last_error(cl->mc));
+        free(x);
+        struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
+        if (r != NULL)
+            r->release_failed_epoch = a->epoch;
+        return;
+    }
+    cl->releases_inflight++;
+    struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
+    if (r != NULL)
+        r->release_sent_epoch = a->epoch;
 }
 
 /* ---- the agent's actions --------------------------------------------------------------- */
@@ -387,6 +440,7 @@ vt_cluster__run_actions(struct vt_cluster *cl)
     }
     if (n > 0)
         memcpy(copy, acts, n * sizeof(*copy));
+    vt_cluster__publish_counters(cl);
     for (size_t i = 0; i < n; i++) {
         const struct vt_lease_action *a = &copy[i];
         struct cl_range *r = vt_cluster__range_by_slot(cl, a->slot);
@@ -434,6 +488,7 @@ vt_cluster__run_actions(struct vt_cluster *cl)
         }
     }
     free(copy);
+    vt_cluster__publish_counters(cl); /* an action answered synchronously counts too */
 }
 
 void

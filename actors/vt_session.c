@@ -577,6 +577,73 @@ handle_locate(struct vt_session *s, const struct vt_frame *f)
     session_complete(s->core, r);
 }
 
+/* The cluster actor's answer to a Leadership request, back on the session's core. */
+static void
+lead_done(struct vt_core *core, struct vt_cluster_lead *q)
+{
+    struct vt_breq *r = q->arg;
+    if (q->code != 0) {
+        r->err_code = q->code;
+        snprintf(r->err_msg, sizeof(r->err_msg), "%s", q->why);
+    } else if ((r->buf = malloc(16)) == NULL) {
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "out of memory for the Leadership answer");
+    } else {
+        struct vt_wr w;
+        vt_wr_init(&w, r->buf, 16);
+        vt_proto_encode_leadership_resp(&w, &q->resp);
+        VT_ASSERT(vt_wr_ok(&w));
+        r->len = (uint32_t)w.len;
+    }
+    free(q);
+    session_complete(core, r);
+}
+
+/* Step-down and drain: admin only, and only in a metadata group (static
+ * leadership follows the config). */
+static void
+handle_leadership(struct vt_session *s, const struct vt_frame *f)
+{
+    SESSION_OWNED(s);
+    if (s->role != VT_ROLE_ADMIN) {
+        answer_error(s, f->request_id, VT_K_LEADERSHIP, VT_E_UNAUTHORIZED,
+                     "step-down and drain need the admin role");
+        return;
+    }
+    struct vt_leadership_req req;
+    const char *why = NULL;
+    if (vt_proto_decode_leadership(f->payload, f->payload_len, &req, &why) != 0) {
+        answer_error(s, f->request_id, VT_K_LEADERSHIP, VT_E_INVALID_REQUEST, "%s", why);
+        return;
+    }
+    if (s->b->cluster == NULL) {
+        answer_error(s, f->request_id, VT_K_LEADERSHIP, VT_E_INVALID_REQUEST,
+                     "this node is not in a metadata group: its leadership is configured");
+        return;
+    }
+    struct vt_breq *r = breq_new(s, f->request_id, VT_K_LEADERSHIP);
+    if (r == NULL) {
+        close_conn(s, "out of memory");
+        return;
+    }
+    struct vt_cluster_lead *q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "out of memory for a Leadership request");
+        session_complete(s->core, r);
+        return;
+    }
+    q->req = req;
+    q->done = lead_done;
+    q->arg = r;
+    if (vt_cluster_leadership(s->b->cluster, s->core, q) != 0) {
+        free(q);
+        r->err_code = VT_E_OVERLOADED;
+        snprintf(r->err_msg, sizeof(r->err_msg), "core 0 is busy: retry the request");
+        session_complete(s->core, r);
+    }
+}
+
 static void
 dispatch(struct vt_session *s, const struct vt_frame *f)
 {
@@ -615,6 +682,9 @@ dispatch(struct vt_session *s, const struct vt_frame *f)
     case VT_K_LOCATE:
         handle_locate(s, f);
         break;
+    case VT_K_LEADERSHIP:
+        handle_leadership(s, f);
+        break;
     default:
         answer_error(s, f->request_id, f->kind, VT_E_INVALID_REQUEST, "unknown message kind %u",
                      f->kind);
@@ -651,10 +721,13 @@ write_answer(struct vt_session *s, struct vt_breq *r)
         payload = r->buf;
         len = FETCH_HEADROOM + r->len;
         kind = VT_K_FETCH_RESP;
-    } else if (r->kind == VT_K_NODE_STATUS || r->kind == VT_K_LOCATE) {
+    } else if (r->kind == VT_K_NODE_STATUS || r->kind == VT_K_LOCATE ||
+               r->kind == VT_K_LEADERSHIP) {
         payload = r->buf;
         len = r->len;
-        kind = r->kind == VT_K_LOCATE ? VT_K_LOCATE_RESP : VT_K_NODE_STATUS_RESP;
+        kind = r->kind == VT_K_LOCATE       ? VT_K_LOCATE_RESP
+               : r->kind == VT_K_LEADERSHIP ? VT_K_LEADERSHIP_RESP
+                                            : VT_K_NODE_STATUS_RESP;
     } else {
         kind = VT_K_PONG;
         payload = NULL;

@@ -17,6 +17,9 @@
 int ctl_produce_main(int argc, char **argv);
 int ctl_verify_main(int argc, char **argv);
 int ctl_node_main(int argc, char **argv);
+/* ctl_lead.c: `vtopctl range step-down` and `vtopctl node drain`. */
+int ctl_range_main(int argc, char **argv);
+int ctl_node_drain_main(int argc, char **argv);
 
 /* Resets getopt for a (sub)command's argv (GNU full reinitialisation). */
 void ctl_opt_reset(void);

@@ -247,6 +247,7 @@ ctl_node_main(int argc, char **argv)
 {
     static const struct ctl_command cmds[] = {
         {"status", node_status_main, "offsets and state of every range a running node hosts"},
+        {"drain", ctl_node_drain_main, "give up every range lease this node holds, lead none"},
     };
     return ctl_dispatch("vtopctl node", node_usage, cmds, VT_ARRAY_LEN(cmds), argc, argv);
 }

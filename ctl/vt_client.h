@@ -126,6 +126,12 @@ int vt_client_locate(struct vt_client *c, const char *topic, struct vt_locate_re
 int vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *range,
                            struct vt_range_location *out) VT_MUST_USE;
 
+/* Leadership (synchronous, admin role): step down from req->range or
+ * drain the node; 0 and *out once metadata accepted the release(s), or
+ * -EREMOTEIO with the node's refusal (WrongRange, NotLeader, Overloaded). */
+int vt_client_leadership(struct vt_client *c, const struct vt_leadership_req *req,
+                         struct vt_leadership_resp *out) VT_MUST_USE;
+
 /* Ping / Pong round trip. */
 int vt_client_ping(struct vt_client *c) VT_MUST_USE;
 

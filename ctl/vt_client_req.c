@@ -160,6 +160,29 @@ vt_client_node_status(struct vt_client *c, struct vt_node_status_resp *out)
 }
 
 int
+vt_client_leadership(struct vt_client *c, const struct vt_leadership_req *req,
+                     struct vt_leadership_resp *out)
+{
+    uint8_t buf[512];
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_proto_encode_leadership(&w, req);
+    VT_ASSERT(vt_wr_ok(&w));
+    uint64_t id;
+    int rc = vt_client_send(c, VT_K_LEADERSHIP, buf, (uint32_t)w.len, true, &id);
+    if (rc != 0)
+        return rc;
+    struct vt_frame f;
+    rc = vt_client_wait_response(c, id, VT_K_LEADERSHIP_RESP, &f);
+    if (rc != 0)
+        return rc;
+    const char *why = NULL;
+    if (vt_proto_decode_leadership_resp(f.payload, f.payload_len, req->op, out, &why) != 0)
+        return vt_client__fail(c, -EPROTO, "bad LeadershipResponse: %s", why);
+    return 0;
+}
+
+int
 vt_client_ping(struct vt_client *c)
 {
     uint64_t id;

@@ -24,7 +24,8 @@ static const struct ctl_command commands[] = {
     {"segment", ctl_segment_main, "inspect, seal and verify segment files offline"},
     {"produce", ctl_produce_main, "write deterministic test records to a running node"},
     {"verify", ctl_verify_main, "read a range back from a running node and check it"},
-    {"node", ctl_node_main, "ask a running node about itself (node status)"},
+    {"node", ctl_node_main, "ask a running node about itself (node status, drain)"},
+    {"range", ctl_range_main, "leadership of one range (step-down)"},
     {"meta", ctl_meta_main, "the metadata plane: membership, proposals, lease reads"},
     {"topic", ctl_topic_main, "topics in the metadata plane: list, describe"},
 };

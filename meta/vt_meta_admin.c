@@ -222,7 +222,8 @@ require_operator(struct vt_mn_admin_conn *ac, uint64_t rid, const char *what)
 }
 
 /* Operators may propose anything; a node may register itself and acquire /
- * renew its own leases. */
+ * renew / release its own leases (the state machine checks a release names
+ * the current holder and epoch). */
 static bool
 authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_meta_cmd *cmd)
 {
@@ -235,6 +236,8 @@ authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_met
         holder = cmd->u.renew.holder;
     else if (cmd->kind == VT_META_CMD_RENEW_NODE_LEASES)
         holder = cmd->u.renew_node.holder;
+    else if (cmd->kind == VT_META_CMD_RELEASE_LEASE)
+        holder = cmd->u.release.holder;
     else if (cmd->kind == VT_META_CMD_REGISTER_NODE)
         holder = cmd->u.reg.node;
     if (holder != NULL) {
@@ -244,8 +247,8 @@ authorize_propose(struct vt_mn_admin_conn *ac, uint64_t rid, const struct vt_met
             return true;
     }
     send_error(ac, rid, VT_META_ADMIN_E_UNAUTHORIZED, 0, "unauthorized: '%s' may not propose "
-               "%s (operators may; a node only registers itself and acquires or renews its own "
-               "leases)", ac->cn,
+               "%s (operators may; a node only registers itself and acquires, renews or "
+               "releases its own leases)", ac->cn,
                vt_meta_cmd_kind_name(cmd->kind));
     return false;
 }

@@ -45,6 +45,10 @@
  *                              leader uuid | leader_addr str (<= 256, "" unknown) |
  *                              n_replicas u8 (1..7) | n_replicas x node uuid
  *                              (has_leader 0 requires a zero leader and "")
+ *   94    Leadership           op u8 (1 step down from range, 2 drain the node) |
+ *                              op 1 only: range (admin role)
+ *   95    LeadershipResponse   released u32 (leases whose release metadata accepted) |
+ *                              epoch u64 (op 1: the epoch released, op 2: 0)
  *
  * Decoders treat bytes as untrusted: every length is checked against its
  * limit before use, strings are validated, and trailing bytes are refused;
@@ -84,6 +88,8 @@ enum vt_proto_kind {
     VT_K_NODE_STATUS_RESP = 91,
     VT_K_LOCATE = 92,
     VT_K_LOCATE_RESP = 93,
+    VT_K_LEADERSHIP = 94,
+    VT_K_LEADERSHIP_RESP = 95,
 };
 
 /* Error codes carried by VT_K_ERROR. Retryable: OVERLOADED and STORAGE. */
@@ -284,5 +290,25 @@ int vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_nod
 int vt_proto_negotiate(const struct vt_client_hello *c, uint32_t srv_max_frame,
                        uint32_t srv_max_records, uint32_t srv_max_inflight, uint64_t srv_window,
                        struct vt_server_hello *out, const char **why) VT_MUST_USE;
+
+/* Leadership (kinds 94/95, vt_proto_lead.c): an operator asks the node to
+ * give up leases. */
+enum vt_lead_op { VT_LEAD_STEP_DOWN = 1, VT_LEAD_DRAIN = 2 };
+struct vt_leadership_req {
+    uint8_t op;                  /* enum vt_lead_op */
+    struct vt_range_ident range; /* VT_LEAD_STEP_DOWN only */
+};
+struct vt_leadership_resp {
+    uint32_t released;
+    uint64_t epoch;
+};
+void vt_proto_encode_leadership(struct vt_wr *w, const struct vt_leadership_req *m);
+/* -EBADMSG with `why` (op not 1 or 2, a bad range, trailing bytes). */
+int vt_proto_decode_leadership(const uint8_t *p, size_t len, struct vt_leadership_req *m,
+                               const char **why) VT_MUST_USE;
+void vt_proto_encode_leadership_resp(struct vt_wr *w, const struct vt_leadership_resp *m);
+/* -EBADMSG with `why` (a step-down answer naming no release, trailing bytes). */
+int vt_proto_decode_leadership_resp(const uint8_t *p, size_t len, uint8_t op,
+                                    struct vt_leadership_resp *m, const char **why) VT_MUST_USE;
 
 #endif

@@ -13,6 +13,7 @@
 #
 # Usage: failover.sh BIN_DIR SRC_DIR
 set -uo pipefail
+command -v curl >/dev/null || { echo "SKIP: curl not installed"; exit 77; }
 bin=$1
 src=$2
 work=$(mktemp -d /tmp/vtop-failover.XXXXXX)
@@ -76,6 +77,50 @@ topic_epoch=$(ctl topic describe --config "$work/admin.yaml" --name orders |
     sed -n 's/^topic orders .* epoch=\([0-9]*\) .*/\1/p')
 [ -n "$topic_epoch" ] || fail "no topic epoch"
 echo "range 0 ($range0) is led by node $old at epoch $epoch0"
+
+# Leadership is visible: per-range role and epochs, the lease counters, /readyz.
+series() { # NODE NAME [LABEL-SUBSTRING]: the value of the first matching series
+    curl -s "http://$(cl_obs "$1")/metrics" |
+        awk -v n="vtop_$2" -v l="${3:-}" 'index($1, n) == 1 &&
+            (substr($1, length(n) + 1, 1) == "{" || substr($1, length(n) + 1, 1) == "") &&
+            index($1, l) > 0 { print $2; exit }'
+}
+rl="range=\"$range0\""
+follower=$((old % 3 + 1))
+for _ in $(seq 1 50); do
+    [ "$(series "$old" broker_lease_active "$rl")" = 1 ] &&
+        [ "$(series "$follower" broker_meta_fencing_epoch "$rl")" = "$epoch0" ] && break
+    sleep 0.1
+done
+[ "$(series "$old" broker_range_role "$rl")" = 2 ] ||
+    fail "leader's role: $(series "$old" broker_range_role "$rl")"
+[ "$(series "$old" broker_lease_active "$rl")" = 1 ] || fail "leader's lease_active"
+[ "$(series "$old" broker_held_fencing_epoch "$rl")" = "$epoch0" ] ||
+    fail "leader's held epoch $(series "$old" broker_held_fencing_epoch "$rl") != $epoch0"
+[ "$(series "$old" broker_meta_fencing_epoch "$rl")" = "$epoch0" ] || fail "leader's meta epoch"
+[ "$(series "$follower" broker_range_role "$rl")" = 0 ] ||
+    fail "follower's role: $(series "$follower" broker_range_role "$rl")"
+[ "$(series "$follower" broker_lease_active "$rl")" = 0 ] || fail "follower's lease_active"
+[ "$(series "$follower" broker_meta_fencing_epoch "$rl")" = "$epoch0" ] ||
+    fail "follower's meta epoch $(series "$follower" broker_meta_fencing_epoch "$rl") != $epoch0"
+[ -n "$(series "$follower" broker_held_fencing_epoch "$rl")" ] || fail "follower's held epoch"
+[ "$(series "$old" broker_lease_acquisitions_total)" -ge 1 ] || fail "leader's acquisitions"
+[ "$(series "$old" broker_lease_promotions_total 'result="established"')" -ge 1 ] ||
+    fail "leader's established promotions"
+[ "$(series "$old" broker_lease_promotion_duration_seconds_count)" -ge 1 ] ||
+    fail "leader's promotion histogram"
+[ "$(series "$follower" broker_lease_losses_total 'reason="rival"')" = 0 ] ||
+    fail "follower lost a lease on a settled cluster"
+for n in 1 2 3; do
+    for _ in $(seq 1 50); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$(cl_obs "$n")/readyz")" = 200 ] &&
+            break
+        sleep 0.1
+    done
+    code=$(curl -s -o "$work/readyz-$n" -w '%{http_code}' "http://$(cl_obs "$n")/readyz")
+    [ "$code" = 200 ] || fail "node $n /readyz $code: $(cat "$work/readyz-$n")"
+done
+echo "metrics: leader node $old role 2 at epoch $epoch0, follower node $follower role 0; /readyz 200"
 
 # The producer reaches the cluster through a node that does not lead range 0.
 via=$((old % 3 + 1))
