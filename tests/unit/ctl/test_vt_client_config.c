@@ -130,6 +130,28 @@ test_vt_client_config_load_optional_and_upper_case(void **state)
     vt_client_config_free(&cfg);
 }
 
+/* `nodes`: where a tool goes when its node is lost (vtopctl produce
+ * --reconnect-seconds). */
+static void
+test_vt_client_config_fallback_nodes(void **state)
+{
+    (void)state;
+    char text[4096];
+    snprintf(text, sizeof(text), "%snodes:\n  - {addr: 127.0.0.1:9093, server_name: n2}\n"
+             "  - {addr: 127.0.0.1:9094, server_name: n3}\n", good);
+    struct vt_client_config cfg;
+    struct vt_cfg_error err;
+    int rc = load(text, &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(cfg.n_nodes, 2);
+    assert_int_equal(cfg.nodes[1].addr.port, 9094);
+    assert_string_equal(cfg.nodes[0].server_name, "n2");
+    vt_client_config_free(&cfg);
+    snprintf(text, sizeof(text), "%snodes:\n  - {addr: 127.0.0.1:9093}\n", good);
+    expect_error(text, 14, "nodes[0].server_name", "missing required key");
+}
+
 static void
 test_vt_client_config_errors_name_line_and_key(void **state)
 {
@@ -212,6 +234,7 @@ main(void)
         cmocka_unit_test(test_vt_client_config_load_full),
         cmocka_unit_test(test_vt_client_config_load_optional_and_upper_case),
         cmocka_unit_test(test_vt_client_config_errors_name_line_and_key),
+        cmocka_unit_test(test_vt_client_config_fallback_nodes),
         cmocka_unit_test(test_vt_client_config_missing_keys),
         cmocka_unit_test(test_vt_client_config_topic_charset),
         cmocka_unit_test(test_vt_client_config_load_file),
