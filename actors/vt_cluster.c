@@ -273,7 +273,9 @@ peers_changed(struct vt_cluster *cl, const struct cl_node *n)
         struct vt_msg m = {.fn = peer_apply, .ptr = p};
         if (vt_core_post(cl->core, c, &m) != 0) {
             free(p);
-            VT_WARN("cluster: core %u's ring is full; that core misses a peer address update", c);
+            cl->peers_dirty = true; /* every address is sent again after the next read */
+            VT_WARN("cluster: core %u's ring is full; peer addresses are sent again next round",
+                    c);
         }
     }
 }
@@ -281,13 +283,16 @@ peers_changed(struct vt_cluster *cl, const struct cl_node *n)
 static void
 nodes_done(struct vt_cluster *cl)
 {
-    /* broadcast what changed (every other node: the replica plane dials them) */
+    /* broadcast what changed (every other node: the replica plane dials
+     * them), or everything when an earlier update was lost on a full ring */
+    bool all = cl->peers_dirty;
+    cl->peers_dirty = false;
     for (uint32_t i = 0; i < cl->n_next_nodes; i++) {
         const struct cl_node *n = &cl->next_nodes[i];
         if (memcmp(n->id, cl->self, 16) == 0)
             continue;
         const struct cl_node *old = vt_cluster__node(cl, n->id);
-        if (old == NULL || strcmp(old->addr, n->addr) != 0)
+        if (all || old == NULL || strcmp(old->addr, n->addr) != 0)
             peers_changed(cl, n);
     }
     struct cl_node *t = cl->nodes;

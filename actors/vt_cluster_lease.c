@@ -300,13 +300,11 @@ on_renewed(void *arg, int rc, uint64_t index, const struct vt_meta_response *res
     free(x);
 }
 
-static const struct vt_lease_renewal *sort_base;
-
 static int
-by_range(const void *a, const void *b)
+by_range(const void *a, const void *b, void *base)
 {
-    return memcmp(sort_base[*(const uint32_t *)a].range, sort_base[*(const uint32_t *)b].range,
-                  16);
+    const struct vt_lease_renewal *r = base;
+    return memcmp(r[*(const uint32_t *)a].range, r[*(const uint32_t *)b].range, 16);
 }
 
 static void
@@ -333,8 +331,7 @@ renew_batch(struct vt_cluster *cl, const struct vt_lease_action *a)
     /* the command wants its ranges strictly increasing */
     for (uint32_t i = 0; i < a->count; i++)
         order[i] = i;
-    sort_base = all + a->first;
-    qsort(order, a->count, sizeof(*order), by_range);
+    qsort_r(order, a->count, sizeof(*order), by_range, (void *)(all + a->first));
     for (uint32_t i = 0; i < a->count; i++) {
         const struct vt_lease_renewal *e = &all[a->first + order[i]];
         vt_meta_renew_entry_put(entries, i, e->range, e->epoch);
