@@ -103,6 +103,10 @@ struct produce_run {
     uint64_t next_seq, end_seq;
     uint64_t acked_total, batches, duplicates, retries;
     uint32_t retry_streak;
+    /* the longest wait between two acknowledgements (the first one counts
+     * from the start of the loop) and the acked count that ended it: a
+     * failover or step-down seen from the producer */
+    uint64_t last_ack_ms, max_gap_ms, max_gap_at;
     struct vt_content_acks acks; /* offsets acknowledged so far */
 };
 
@@ -201,6 +205,8 @@ print_result(const struct produce_run *r, const char *status, const char *error)
                ",\"reconnects\":%" PRIu64 ",\"first_sequence\":%" PRIu64,
                status, r->acked_total, r->batches, r->duplicates, r->retries, r->redirects,
                r->reconnects, o->first_seq);
+        printf(",\"max_ack_gap_ms\":%" PRIu64 ",\"max_ack_gap_at\":%" PRIu64, r->max_gap_ms,
+               r->max_gap_at);
         if (r->acks.have_any)
             printf(",\"first_offset\":%" PRIu64 ",\"next_offset\":%" PRIu64
                    ",\"committed_next\":%" PRIu64,
@@ -505,6 +511,7 @@ lost_or_fail(struct produce_run *r, int rc)
 static int
 produce_loop(struct produce_run *r)
 {
+    r->last_ack_ms = vt_clock_mono_ms();
     while (r->acked_total < r->o->records) {
         while (r->len < r->window && r->next_seq < r->end_seq) {
             int rc = send_next(r);
@@ -542,6 +549,12 @@ produce_loop(struct produce_run *r)
         slot_pop(r);
         if (vt_content_ack_check(&r->acks, s.first, s.count, &a) != 0)
             return finish_error(r, CTL_EXIT_FAIL, r->acks.why);
+        uint64_t now = vt_clock_mono_ms();
+        if (now - r->last_ack_ms > r->max_gap_ms) {
+            r->max_gap_ms = now - r->last_ack_ms;
+            r->max_gap_at = r->acked_total;
+        }
+        r->last_ack_ms = now;
         r->acked_total += s.count;
         r->batches++;
         r->duplicates += a.duplicate;
