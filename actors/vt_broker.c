@@ -442,6 +442,7 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
             goto fail;
         }
         b->epoch_hint = vt_cluster_epoch_hint;
+        b->handoff = vt_cluster_handoff;
         b->epoch_hint_arg = b->cluster;
     }
     if (cfg->has_replication && new_repl_node(b, err, err_len) != 0)

@@ -207,7 +207,8 @@ vt_cluster__answered(struct vt_cluster *cl)
     cl->busy = false;
     vt_cluster__update_readiness(cl);
     vt_cluster__lead_check(cl);
-    cl_schedule(cl, vt_lease_agent_next_sleep_ms(cl->agent));
+    cl_schedule(cl, cl->reread ? 0 : vt_lease_agent_next_sleep_ms(cl->agent));
+    cl->reread = false;
 }
 
 static int
@@ -703,8 +704,12 @@ kick(struct vt_core *core, const struct vt_msg *m)
     (void)core;
     struct vt_cluster *cl = m->ptr;
     CL_OWNED(cl);
-    if (!cl->busy && !cl->stopping && cl->phase == CL_RUNNING)
+    if (cl->stopping || cl->phase != CL_RUNNING)
+        return;
+    if (!cl->busy)
         cl_schedule(cl, 0);
+    else
+        cl->reread = true; /* the round under way may have read before it */
 }
 
 void
@@ -715,6 +720,50 @@ vt_cluster_epoch_hint(void *arg, uint64_t epoch, const uint8_t sender[16])
     struct vt_msg m = {.fn = kick, .ptr = arg};
     if (vt_core_post(vt_core_self(), 0, &m) != 0)
         return; /* a full ring: the next poll reads anyway */
+}
+
+struct cl_handoff {
+    struct vt_cluster *cl;
+    struct vt_range_ident ident;
+    uint64_t epoch;
+};
+
+static void
+handoff_home(struct vt_core *core, const struct vt_msg *m)
+{
+    (void)core;
+    struct cl_handoff *h = m->ptr;
+    struct vt_cluster *cl = h->cl;
+    CL_OWNED(cl);
+    struct cl_range *r = cl->phase == CL_RUNNING && !cl->stopping
+                             ? range_find(cl, h->ident.range_id)
+                             : NULL;
+    if (r != NULL && r->tracked && strcmp(r->ident.topic, h->ident.topic) == 0 &&
+        r->ident.topic_epoch == h->ident.topic_epoch) {
+        int rc = vt_lease_agent_handoff(cl->agent, r->slot, h->epoch);
+        if (rc == 0) {
+            VT_INFO("cluster: range %u of topic %s was handed over to this node after epoch "
+                    "%llu: campaigning now", r->view.index, r->view.topic_name,
+                    (unsigned long long)h->epoch);
+            if (!cl->busy)
+                cl_schedule(cl, 0);
+            else
+                cl->reread = true; /* the round under way read too early: one more at once */
+        }
+    }
+    free(h);
+}
+
+void
+vt_cluster_handoff(void *arg, const struct vt_range_ident *range, uint64_t epoch)
+{
+    struct cl_handoff *h = malloc(sizeof(*h));
+    if (h == NULL)
+        return; /* the next poll campaigns anyway */
+    *h = (struct cl_handoff){.cl = arg, .ident = *range, .epoch = epoch};
+    struct vt_msg m = {.fn = handoff_home, .ptr = h};
+    if (vt_core_post(vt_core_self(), 0, &m) != 0)
+        free(h); /* a full ring: the next poll campaigns anyway */
 }
 
 void

@@ -31,6 +31,10 @@ void vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core);
 /* The replica plane's hook (on a range's core): a fence or append came at
  * an epoch above the lease view; core 0 reads metadata at once. */
 void vt_cluster_epoch_hint(void *arg, uint64_t epoch, const uint8_t sender[16]);
+/* The replica plane's hook (on a range's core): the range's leader stepped
+ * down, released its lease at `epoch` and named this node its successor;
+ * core 0 tells the lease agent and reads metadata at once. */
+void vt_cluster_handoff(void *arg, const struct vt_range_ident *range, uint64_t epoch);
 /* Main thread, before start: the lease counters (acquisitions, renewals,
  * refusals{reason}, losses{reason}, promotions{result}) as callback
  * counters and the promotion-duration histogram. 0, -EINVAL (NULL), or the

@@ -74,6 +74,7 @@ struct vt_cluster {
     enum cl_phase phase;
     struct vt_timer tick;
     bool busy;                       /* a round is in flight */
+    bool reread;                     /* a hint came during it: another round at once */
     bool peers_dirty;                /* a peer update did not reach every core: resend all */
     bool stopping;
     int64_t round_start_ms;

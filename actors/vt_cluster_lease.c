@@ -16,7 +16,7 @@
 
 /* ---- operations on a range, on its core ------------------------------------------- */
 
-enum cl_op_kind { OP_PROMOTE = 1, OP_DEMOTE, OP_WATCH, OP_STEP_DOWN, OP_STATE };
+enum cl_op_kind { OP_PROMOTE = 1, OP_DEMOTE, OP_WATCH, OP_STEP_DOWN, OP_STATE, OP_HANDOFF };
 
 /* Travels core 0 -> the range's core -> core 0; allocated and freed by core 0. */
 struct cl_op {
@@ -33,6 +33,7 @@ struct cl_op {
     struct vt_repl_promote_result pr;
     char why[160];
     uint64_t durable, hwm;
+    uint32_t sent;                /* OP_HANDOFF: successors told */
     uint64_t sent_ms;             /* core 0's clock when sent (promotion duration) */
 };
 
@@ -95,6 +96,9 @@ op_run(struct vt_core *core, const struct vt_msg *m)
     case OP_STEP_DOWN:
         vt_repl_range_step_down(ra->repl, on_stepped_down, op);
         return;
+    case OP_HANDOFF:
+        op->rc = vt_repl_range_handoff(ra->repl, op->epoch, &op->sent);
+        break;
     case OP_STATE:
         break;
     }
@@ -200,6 +204,15 @@ op_home(struct vt_core *core, const struct vt_msg *m)
             if (vt_lease_agent_stopped(cl->agent, op->slot, op->epoch, vt_clock_wall_ms()) == 0)
                 vt_cluster__run_actions(cl);
             vt_cluster__lead_check(cl);
+        } else if (op->kind == OP_HANDOFF && r != NULL) {
+            if (op->rc == 0)
+                VT_INFO("cluster: range %u of topic %s handed over to %u caught-up replica%s "
+                        "after epoch %llu", r->view.index, r->view.topic_name, op->sent,
+                        op->sent == 1 ? "" : "s", (unsigned long long)op->epoch);
+            else if (op->rc != -ESTALE)
+                VT_INFO("cluster: range %u of topic %s: no hand-off after epoch %llu (%s); "
+                        "its replicas campaign at their next poll", r->view.index,
+                        r->view.topic_name, (unsigned long long)op->epoch, strerror(-op->rc));
         }
     }
     free(op);
@@ -387,6 +400,8 @@ on_released(void *arg, int rc, uint64_t index, const struct vt_meta_response *re
             r->released_epoch = epoch;
             VT_INFO("cluster: released range %u of topic %s at epoch %llu", r->view.index,
                     r->view.topic_name, (unsigned long long)epoch);
+            /* a step-down's successor campaigns now, not at its next poll */
+            op_send(cl, r, OP_HANDOFF, epoch, NULL);
         }
     }
     vt_cluster__lead_check(cl);

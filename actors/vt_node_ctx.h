@@ -135,7 +135,8 @@ struct vt_broker {
     struct vt_cluster *cluster;
     int health_cluster;
     void (*epoch_hint)(void *arg, uint64_t epoch, const uint8_t sender[16]);
-    void *epoch_hint_arg;
+    void (*handoff)(void *arg, const struct vt_range_ident *range, uint64_t epoch);
+    void *epoch_hint_arg; /* both hooks' argument */
 };
 
 /* A configured range: its spec, and the actor the main thread made for it

@@ -269,6 +269,7 @@ repl_config(struct vt_broker *b, struct vt_range_actor *ra, struct vt_repl_range
         c->leases = true;
         c->epoch_marker = true;
         c->epoch_hint = b->epoch_hint;
+        c->handoff = b->handoff;
         c->hint_arg = b->epoch_hint_arg;
     }
 }

@@ -156,6 +156,7 @@ struct vt_lease_counters {
     uint64_t releases;   /* RELEASE actions emitted */
     uint64_t rpc_errors; /* failed reads, acquires and renewal batches */
     uint64_t stale_reads; /* observations older than an epoch already seen: ignored */
+    uint64_t handoffs;    /* hand-offs accepted (vt_lease_agent_handoff) */
 };
 
 /* A range's local state, for status pages and tests. */
@@ -269,6 +270,14 @@ void vt_lease_agent_drain(struct vt_lease_agent *a);
 int vt_lease_agent_stopped(struct vt_lease_agent *a, uint32_t slot, uint64_t epoch,
                            int64_t now_ms) VT_MUST_USE;
 bool vt_lease_agent_draining(const struct vt_lease_agent *a);
+/* The range's leader stepped down, released its lease at `epoch` and named
+ * this node its successor: the next round that reads the lease free at
+ * that epoch campaigns at once, whatever this node's rank and even within
+ * the hold-off of an earlier step-down of its own (a draining node never
+ * campaigns). Forgotten once a higher epoch is read.
+ * -EINVAL unknown slot or epoch 0; -ESTALE an epoch below one already read,
+ * or a lease this node holds. */
+int vt_lease_agent_handoff(struct vt_lease_agent *a, uint32_t slot, uint64_t epoch) VT_MUST_USE;
 
 /* The actions of the last call; valid until the next call on the agent. */
 const struct vt_lease_action *vt_lease_agent_actions(const struct vt_lease_agent *a, size_t *n);

@@ -32,6 +32,7 @@ struct vt_lease__range {
     bool holdoff;          /* stepped down: no campaign before holdoff_until_ms */
     int64_t holdoff_until_ms;
     int64_t last_promote_ms; /* when the last PROMOTE was emitted */
+    uint64_t handoff_epoch;  /* the leader released this epoch and named us: campaign at once */
     uint64_t round_mark;     /* duplicate detection in one round's observations */
     uint32_t next_free;      /* free list link while !used */
 };

@@ -57,13 +57,21 @@ campaign(struct vt_lease_agent *a, uint32_t slot, const struct vt_lease_obs *o, 
         r->absent_seen = true;
         r->absent_since_ms = start_ms;
     }
-    if (holding_off(a, r, start_ms))
+    /* A named successor of a released lease campaigns at once, even within
+     * the hold-off of its own earlier step-down (that one was served: the
+     * range moved on and is handed back explicitly); a draining node never.
+     * An expired lease, or one released without naming us, follows the
+     * normal order. */
+    bool handed = r->handoff_epoch != 0 && !o->lease.has_lease &&
+                  o->lease.fencing_epoch == r->handoff_epoch && !a->draining;
+    if (!handed && holding_off(a, r, start_ms))
         return;
     bool caught_up = o->durable_offset >= o->hwm;
     int64_t delay = vt_lease_campaign_delay_ms(&a->t, r->rank, r->n_replicas, caught_up,
                                                r->refused);
-    if (start_ms - r->absent_since_ms < delay)
+    if (!handed && start_ms - r->absent_since_ms < delay)
         return;
+    r->handoff_epoch = 0;
     vt_lease__push(a, VT_LEASE_ACT_ACQUIRE, slot)->generation = o->lease.range_generation;
     r->acquire_pending = true;
     a->acquires_pending++;
@@ -169,6 +177,8 @@ decide(struct vt_lease_agent *a, const struct vt_lease_obs *o, int64_t start_ms,
         return;
     }
     r->seen_epoch = l->fencing_epoch;
+    if (r->handoff_epoch != 0 && l->fencing_epoch > r->handoff_epoch)
+        r->handoff_epoch = 0; /* someone took over: the hand-off is moot */
     if (!l->has_lease) {
         if (r->held != VT_LEASE_NOT_HELD)
             vt_lease__lose(a, slot, VT_LEASE_LOSS_CLEARED);
@@ -404,6 +414,20 @@ vt_lease_agent_step_down(struct vt_lease_agent *a, uint32_t slot)
         return -EALREADY;
     a->n_acts = 0;
     emit_stop(a, slot);
+    return 0;
+}
+
+int
+vt_lease_agent_handoff(struct vt_lease_agent *a, uint32_t slot, uint64_t epoch)
+{
+    VT_ASSERT(a != NULL);
+    struct vt_lease__range *r = vt_lease__get(a, slot);
+    if (r == NULL || epoch == 0)
+        return -EINVAL;
+    if (epoch < r->seen_epoch || r->held != VT_LEASE_NOT_HELD)
+        return -ESTALE;
+    r->handoff_epoch = epoch;
+    a->c.handoffs++;
     return 0;
 }
 

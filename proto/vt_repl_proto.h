@@ -16,6 +16,10 @@
  *                               batches u32 len (1 .. limit) + whole record batches
  *   61    ReplicaAppendResp     range | epoch u64 | durable u64 | next_offset u64
  *   62    CommittedHwmUpdate    range | epoch u64 (> 0) | hwm u64          (no reply)
+ *   69    LeaderHandoff         range | epoch u64 (> 0) | hwm u64          (no reply)
+ *                               the kind-62 body: the sender released its lease at
+ *                               `epoch` after a step-down with the HWM `hwm`, and
+ *                               asks the receiver to campaign for the range now
  *   63    ReplicaAppendBatch    count u32 (1..256) | count x (u32 len | kind-60 body)
  *   64    ReplicaAppendBatchResp count u32 (1..256) | count x entry, entry =
  *                               tag u8 0 | kind-61 body, or
@@ -68,6 +72,7 @@ enum vt_repl_kind {
     VT_K_REPL_APPEND = 60,
     VT_K_REPL_APPEND_RESP = 61,
     VT_K_REPL_HWM = 62,
+    VT_K_REPL_HANDOFF = 69, /* the kind-62 body (vt_repl_hwm), no reply */
     VT_K_REPL_APPEND_MULTI = 63,
     VT_K_REPL_APPEND_MULTI_RESP = 64,
     VT_K_REPL_STATUS = 65,
@@ -125,7 +130,7 @@ struct vt_repl_append_resp {
     uint64_t next_offset; /* follower's log end */
 };
 
-/* Kind 62. */
+/* Kinds 62 and 69. */
 struct vt_repl_hwm {
     struct vt_range_ident range;
     uint64_t epoch;

@@ -38,7 +38,7 @@ sender_ok(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr,
         return true;
     if (rc == -EXDEV && rr->cfg.epoch_hint != NULL)
         rr->cfg.epoch_hint(rr->cfg.hint_arg, epoch, r->peer_uuid);
-    if (r->kind == VT_K_REPL_HWM) {
+    if (r->kind == VT_K_REPL_HWM || r->kind == VT_K_REPL_HANDOFF) {
         r->resp_kind = 0;
         vt_repl__rreq_answer(c, r);
         return false;
@@ -411,13 +411,40 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     vt_repl__rreq_answer(c, r);
 }
 
+/* The leader that named this replica its successor released its lease at
+ * m.epoch: campaign now instead of at the next metadata poll. Only the
+ * leader of the view, at the epoch this replica holds, is heard. */
+static void
+serve_handoff(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_hwm m;
+    const char *why = NULL;
+    bool ok = vt_repl_decode_hwm(r->payload, r->len, &m, &why) == 0;
+    if (ok && !sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+        return; /* sender_ok answered (silently) */
+    if (!ok) {
+        VT_WARN("range %s: a LeaderHandoff that does not decode is ignored: %s",
+                rr->cfg.ident.topic, why);
+    } else if (m.epoch == rr->epoch) {
+        note_hwm(rr, m.hwm);
+        char id[37];
+        vt_uuid_format(r->peer_uuid, id);
+        VT_INFO("range %s: node %s handed the range over after releasing epoch %llu",
+                rr->cfg.ident.topic, id, (unsigned long long)m.epoch);
+        if (rr->cfg.handoff != NULL)
+            rr->cfg.handoff(rr->cfg.hint_arg, &rr->cfg.ident, m.epoch);
+    }
+    r->resp_kind = 0; /* no reply */
+    vt_repl__rreq_answer(c, r);
+}
+
 void
 vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
 {
     struct vt_repl_range *rr = r->rr;
     VT_REPL_OWNED(rr);
     const struct vt_repl_range_config *rc = &rr->cfg;
-    if (r->kind == VT_K_REPL_HWM &&
+    if ((r->kind == VT_K_REPL_HWM || r->kind == VT_K_REPL_HANDOFF) &&
         (rr->state != VT_RR_READY || !rc->replicated || rr->ls.role != VT_REPL_ROLE_FOLLOWER)) {
         vt_repl__rreq_answer(c, r);
         return;
@@ -440,6 +467,7 @@ vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
     case VT_K_REPL_STATUS: serve_status(c, r, rr); return;
     case VT_K_REPL_HISTORY: serve_history(c, r, rr); return;
     case VT_K_REPL_HWM: serve_hwm(c, r, rr); return;
+    case VT_K_REPL_HANDOFF: serve_handoff(c, r, rr); return;
     default:
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "unexpected kind %u", r->kind);
     }

@@ -127,6 +127,10 @@ struct vt_repl_range_config {
     /* Optional, on the owner core: a fence or append arrived at an epoch
      * above the lease view (from `sender`): read metadata now. */
     void (*epoch_hint)(void *arg, uint64_t epoch, const uint8_t sender[16]);
+    /* Optional, on the owner core: the leader of the view released its
+     * lease at `epoch` (this replica's held epoch) after a step-down and
+     * named this replica its successor: campaign now. */
+    void (*handoff)(void *arg, const struct vt_range_ident *range, uint64_t epoch);
     void *hint_arg;
 };
 
@@ -253,6 +257,16 @@ int vt_repl_range_watch(struct vt_repl_range *rr, uint64_t epoch, const uint8_t 
  * epoch is released, the range stays a leader-less replica (until watch or
  * promote) and done(arg) runs on this core. Not leading: done at once. */
 void vt_repl_range_step_down(struct vt_repl_range *rr, void (*done)(void *arg), void *arg);
+/* After a step-down at `epoch` whose lease release metadata accepted: asks
+ * the successors the step-down chose (every connected follower holding the
+ * most durable records then) to campaign now (LeaderHandoff, kind 69; more
+ * than one may campaign: metadata grants one, the others follow it), and
+ * counts them in *sent. Once per step-down. 0 sent to at least one;
+ * -ESTALE no successor for that epoch (none was connected, already sent,
+ * or the range moved on); -ENOTCONN / -EAGAIN no link could take it (the
+ * replicas then campaign at their next metadata poll, as without one). */
+int vt_repl_range_handoff(struct vt_repl_range *rr, uint64_t epoch, uint32_t *sent)
+    VT_MUST_USE;
 
 /* A range's leadership, for status, metrics, readiness and NotLeader hints. */
 struct vt_repl_range_state {

@@ -247,7 +247,7 @@ vt_repl__link_sendv(struct vt_peer_link *l, uint16_t kind, const struct iovec *i
     if (l == NULL || !l->open)
         return -ENOTCONN;
     VT_ASSERT(iovcnt >= 0 && iovcnt < VT_REPL_LINK_MAX_IOV);
-    bool answered = kind != VT_K_REPL_HWM;
+    bool answered = kind != VT_K_REPL_HWM && kind != VT_K_REPL_HANDOFF;
     uint64_t id = ++l->next_id;
     struct link_slot *s = &l->slots[id % LINK_SLOTS];
     if (answered && s->request_id != 0) {
@@ -454,8 +454,8 @@ rreq_route(struct vt_core *core, struct vt_rreq *r)
         vt_repl__serve(core, r);
         return;
     }
-    if (r->kind == VT_K_REPL_HWM) {
-        vt_repl__rreq_answer(core, r); /* no answer, as for every HWM update */
+    if (r->kind == VT_K_REPL_HWM || r->kind == VT_K_REPL_HANDOFF) {
+        vt_repl__rreq_answer(core, r); /* no answer, as for every one-way message */
         return;
     }
     vt_repl__rreq_error(core, r, VT_REPL_E_WRONG_RANGE, "this node does not host the range");
@@ -515,7 +515,7 @@ static bool
 known_kind(uint16_t k)
 {
     return k == VT_K_REPL_APPEND || k == VT_K_REPL_HWM || k == VT_K_REPL_STATUS ||
-           k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE;
+           k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE || k == VT_K_REPL_HANDOFF;
 }
 
 static size_t

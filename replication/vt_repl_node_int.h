@@ -101,6 +101,10 @@ struct vt_repl_range {
     uint64_t boundary, promote_ms, admitted;
     void (*sd_done)(void *arg);  /* step-down waiting for `admitted` to drain */
     void *sd_arg;
+    /* the followers a step-down at handoff_epoch names its successors (bit
+     * f: the most caught-up at that moment); handoff_epoch 0: none */
+    uint32_t handoff_mask;
+    uint64_t handoff_epoch;
     void (*ready)(void *arg);
     void *ready_arg;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
@@ -198,6 +202,8 @@ uint64_t vt_repl__leader_hwm(const struct vt_repl_range *rr);
 /* Makes sure this core has a link to `peer` (dialling it). */
 void vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t peer);
 void vt_repl__publish_role(struct vt_repl_range *rr);
+/* Sends follower f a LeaderHandoff at `epoch` (kind 69, no reply). */
+int vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch) VT_MUST_USE;
 /* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
 

@@ -331,9 +331,37 @@ not_leader_text(const struct vt_repl_range *rr, char *msg, size_t cap)
              rr->cfg.ident.topic, id, (unsigned long long)rr->ls.view_epoch);
 }
 
+/* The followers holding the most durable records while the driver still
+ * knows: every one of them could be verified first time. None when no
+ * follower is connected. */
+static void
+pick_successors(struct vt_repl_range *rr)
+{
+    rr->handoff_epoch = 0;
+    rr->handoff_mask = 0;
+    if (rr->lead == NULL || rr->ls.role != VT_REPL_ROLE_LEADER)
+        return;
+    uint64_t top = 0;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+            struct vt_repl_follower_view v;
+            vt_repl_leader_view(rr->lead, f, &v);
+            if (v.state == VT_REPL_F_DOWN)
+                continue;
+            if (pass == 0 && v.durable > top)
+                top = v.durable;
+            else if (pass == 1 && v.durable == top)
+                rr->handoff_mask |= 1u << f;
+        }
+    }
+    if (rr->handoff_mask != 0)
+        rr->handoff_epoch = rr->epoch;
+}
+
 static void
 finish_step_down(struct vt_repl_range *rr)
 {
+    pick_successors(rr);
     rr->stepping = false;
     vt_repl_lead_step_down(&rr->ls);
     char msg[400];
@@ -371,6 +399,30 @@ vt_repl_range_demote(struct vt_repl_range *rr, uint64_t rival_epoch, const uint8
     vt_repl__publish_role(rr);
     if (fn != NULL)
         fn(rr->sd_arg);
+}
+
+int
+vt_repl_range_handoff(struct vt_repl_range *rr, uint64_t epoch, uint32_t *sent)
+{
+    VT_REPL_OWNED(rr);
+    *sent = 0;
+    if (rr->handoff_epoch == 0 || rr->handoff_epoch != epoch || rr->epoch != epoch ||
+        rr->ls.role == VT_REPL_ROLE_LEADER || rr->ls.role == VT_REPL_ROLE_PROMOTING)
+        return -ESTALE;
+    uint32_t mask = rr->handoff_mask;
+    rr->handoff_epoch = 0; /* once */
+    rr->handoff_mask = 0;
+    int rc = -ENOTCONN;
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        if (!(mask & (1u << f)))
+            continue;
+        int r = vt_repl__send_handoff(rr, f, epoch);
+        if (r == 0)
+            (*sent)++;
+        else
+            rc = r;
+    }
+    return *sent > 0 ? 0 : rc;
 }
 
 int

@@ -417,6 +417,21 @@ op_send_hwm(void *arg, uint32_t f, uint64_t hwm)
         return;
 }
 
+int
+vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch)
+{
+    VT_REPL_OWNED(rr);
+    struct vt_repl_hwm m = {.range = rr->cfg.ident, .epoch = epoch,
+                            .hwm = vt_repl_range_hwm(rr)};
+    uint8_t buf[512];
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_hwm(&w, &m);
+    VT_ASSERT(vt_wr_ok(&w));
+    struct vt_peer_req_tag tag = {0};
+    return vt_repl__link_send(link_of(rr, f), VT_K_REPL_HANDOFF, buf, w.len, &tag);
+}
+
 struct catchup {
     struct vt_repl_range *rr;
     uint32_t f;

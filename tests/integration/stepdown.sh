@@ -4,7 +4,8 @@
 # produce to range 0, `vtopctl range step-down` on its leader answers once
 # the release was proposed; another replica takes over at a higher epoch;
 # the producer follows and every record is stored exactly once on every
-# replica. A step-down sent to a node that does not lead the range is
+# replica. The new leader took over because the old one handed the range to
+# it (LeaderHandoff), not at its next metadata poll. A step-down sent to a node that does not lead the range is
 # refused (NotLeader) and changes nothing. `vtopctl node drain` on the new
 # leader releases every lease it holds and it leads nothing afterwards.
 #
@@ -92,7 +93,9 @@ read -r _ _ leader1 epoch1 < <(cl_topic_ranges orders | awk '$1 == 0')
 new=$(cl_node_of "$leader1")
 [ "$new" != "$old" ] || fail "node $old still leads range 0 after stepping down"
 [ "$epoch1" -gt "$epoch0" ] || fail "new epoch $epoch1 is not above $epoch0"
-echo "node $new took over range 0 at epoch $epoch1: $(cat "$work/produce.json")"
+grep -q "range 0 of topic orders was handed over to this node after epoch $epoch0" \
+    "$work/n$new.log" || fail "node $new took over without the hand-off from node $old"
+echo "node $new took over range 0 at epoch $epoch1 (handed over): $(cat "$work/produce.json")"
 for n in 1 2 3; do
     cl_wait_hwm "$n" "$work/client-n$n.yaml" "$next" || fail "node $n HWM"
     ctl verify --config "$work/client-n$n.yaml" --value-bytes 128 --expect-at-least "$next" \

@@ -465,6 +465,81 @@ test_step_down_lease_lost_while_stopping_releases_nothing(void **state)
 }
 
 static void
+test_handoff_campaigns_at_once_whatever_the_rank(void **state)
+{
+    (void)state;
+    const uint32_t ids[] = {2, 3, LT_ME}; /* rank 2: a caught-up standby waits half a poll */
+    struct vt_lease_agent *a = lt_agent(16);
+    struct vt_lease_agent *b = lt_agent(16); /* the same range, no hand-off */
+    uint32_t s = lt_add(a, 1, ids, 3), sb = lt_add(b, 1, ids, 3);
+    lt_round1(a, T0, lt_obs_lease(s, 1, 4, 2, T0 + LT_TTL));
+    lt_expect(a, 1, VT_LEASE_ACT_FENCE_TO);
+    assert_int_equal(vt_lease_agent_handoff(a, 99, 4), -EINVAL);
+    assert_int_equal(vt_lease_agent_handoff(a, s, 0), -EINVAL);
+    assert_int_equal(vt_lease_agent_handoff(a, s, 3), -ESTALE); /* below the epoch read */
+    assert_int_equal(vt_lease_agent_handoff(a, s, 4), 0);
+    assert_int_equal(vt_lease_agent_counters(a)->handoffs, 1);
+    /* node 2 released epoch 4 and named us: acquire in the first round that
+     * reads it free; without the hand-off the standby waits its turn */
+    lt_round1(a, T0 + 100, lt_obs_free(s, 1, 4));
+    lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
+    lt_round1(b, T0 + 100, lt_obs_free(sb, 1, 4));
+    lt_expect(b, 0);
+    lt_round1(b, T0 + 100 + LT_POLL / 2, lt_obs_free(sb, 1, 4));
+    lt_expect(b, 1, VT_LEASE_ACT_ACQUIRE);
+    vt_lease_agent_free(a);
+    vt_lease_agent_free(b);
+}
+
+static void
+test_handoff_overrides_own_step_down_holdoff_not_drain(void **state)
+{
+    (void)state;
+    struct vt_lease_agent *a = lt_agent(16);
+    uint32_t s = lt_add_preferred(a, 1);
+    lt_lead(a, s, T0, 1, 2);
+    assert_int_equal(vt_lease_agent_handoff(a, s, 2), -ESTALE); /* we hold it */
+    assert_int_equal(vt_lease_agent_step_down(a, s), 0);
+    lt_expect(a, 1, VT_LEASE_ACT_STOP);
+    assert_int_equal(vt_lease_agent_stopped(a, s, 2, T0 + 100), 0);
+    lt_expect(a, 1, VT_LEASE_ACT_RELEASE);
+    /* node 2 took over at 3 and, within our hold-off, hands the range back */
+    lt_round1(a, T0 + 200, lt_obs_lease(s, 1, 3, 2, T0 + 200 + LT_TTL));
+    lt_expect(a, 1, VT_LEASE_ACT_FENCE_TO);
+    lt_round1(a, T0 + 300, lt_obs_free(s, 1, 3));
+    lt_expect(a, 0); /* released without naming us: still holding off */
+    assert_int_equal(vt_lease_agent_handoff(a, s, 3), 0);
+    lt_round1(a, T0 + 400, lt_obs_free(s, 1, 3));
+    lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
+    assert_int_equal(vt_lease_agent_acquire_result(a, s, VT_LEASE_ACQUIRE_LOST, 0, T0 + 410), 0);
+    /* a draining node ignores a hand-off */
+    vt_lease_agent_drain(a);
+    assert_int_equal(vt_lease_agent_handoff(a, s, 3), 0);
+    lt_round1(a, T0 + 500, lt_obs_free(s, 1, 3));
+    lt_expect(a, 0);
+    vt_lease_agent_free(a);
+}
+
+static void
+test_handoff_forgotten_once_a_higher_epoch_is_read(void **state)
+{
+    (void)state;
+    const uint32_t ids[] = {2, 3, LT_ME};
+    struct vt_lease_agent *a = lt_agent(16);
+    uint32_t s = lt_add(a, 1, ids, 3);
+    lt_round1(a, T0, lt_obs_lease(s, 1, 4, 2, T0 + LT_TTL));
+    assert_int_equal(vt_lease_agent_handoff(a, s, 4), 0);
+    /* another replica took the lease at 5 first, then released it too */
+    lt_round1(a, T0 + 100, lt_obs_lease(s, 1, 5, 3, T0 + 100 + LT_TTL));
+    lt_expect(a, 1, VT_LEASE_ACT_FENCE_TO);
+    lt_round1(a, T0 + 200, lt_obs_free(s, 1, 5));
+    lt_expect(a, 0); /* the normal order again: half a poll for rank 2 */
+    lt_round1(a, T0 + 200 + LT_POLL / 2, lt_obs_free(s, 1, 5));
+    lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
+    vt_lease_agent_free(a);
+}
+
+static void
 test_drain_stops_held_ranges_and_never_campaigns(void **state)
 {
     (void)state;
@@ -571,6 +646,9 @@ main(void)
         cmocka_unit_test(test_round_stale_read_ignored),
         cmocka_unit_test(test_step_down_emits_release_after_stop),
         cmocka_unit_test(test_step_down_lease_lost_while_stopping_releases_nothing),
+        cmocka_unit_test(test_handoff_campaigns_at_once_whatever_the_rank),
+        cmocka_unit_test(test_handoff_overrides_own_step_down_holdoff_not_drain),
+        cmocka_unit_test(test_handoff_forgotten_once_a_higher_epoch_is_read),
         cmocka_unit_test(test_drain_stops_held_ranges_and_never_campaigns),
         cmocka_unit_test(test_timing_check_refusals_name_the_key),
         cmocka_unit_test(test_new_refuses_bad_config),

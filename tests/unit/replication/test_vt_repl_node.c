@@ -51,6 +51,7 @@ struct node {
     char cert[512], key[512];
     uint8_t uuid[16];
     _Atomic int opened, closed, failed;
+    _Atomic uint64_t handed; /* the epoch of the last LeaderHandoff heard */
 };
 
 static struct {
@@ -162,6 +163,19 @@ range_state(int i)
     struct vt_repl_range_state s;
     on_node(i, state_fn, &s);
     return s;
+}
+
+struct handoff {
+    uint64_t epoch;
+    uint32_t sent;
+    int rc;
+};
+
+static void
+handoff_fn(struct node *x, void *arg)
+{
+    struct handoff *h = arg;
+    h->rc = vt_repl_range_handoff(x->rr, h->epoch, &h->sent);
 }
 
 static void
@@ -291,11 +305,19 @@ core_start(struct vt_core *core, void *arg)
 }
 
 static void
+on_handoff(void *arg, const struct vt_range_ident *range, uint64_t epoch)
+{
+    (void)range;
+    atomic_store(&((struct node *)arg)->handed, epoch);
+}
+
+static void
 range_config(struct node *x, struct vt_repl_range_config *rc)
 {
     *rc = (struct vt_repl_range_config){.core = T.owner, .fencing_epoch = 1, .replicated = true,
                                         .leases = true, .epoch_marker = true,
-                                        .n_followers = NODES - 1, .pub = &x->pub};
+                                        .n_followers = NODES - 1, .pub = &x->pub,
+                                        .handoff = on_handoff, .hint_arg = x};
     struct vt_segset_config sc;
     vt_lt_config(&sc);
     rc->ident = sc.range;
@@ -577,6 +599,30 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     prod_free(p);
     r = promote(1, 6);
     assert_int_equal(r.rc, -ESTALE); /* stepped down: released */
+
+    /* 8. the hand-off: only for the stepped-down epoch, once; a caught-up
+     * follower hears it at that epoch */
+    struct handoff h = {.epoch = 5};
+    on_node(1, handoff_fn, &h);
+    assert_int_equal(h.rc, -ESTALE);
+    assert_int_equal(h.sent, 0);
+    h.epoch = 6;
+    on_node(1, handoff_fn, &h);
+    assert_int_equal(h.rc, 0);
+    assert_true(h.sent >= 1 && h.sent <= 2);
+    until = vt_clock_mono_ms() + WAIT_MS;
+    uint32_t heard = 0;
+    while (vt_clock_mono_ms() < until) {
+        heard = (atomic_load(&T.nd[0].handed) == 6) + (atomic_load(&T.nd[2].handed) == 6);
+        if (heard == h.sent)
+            break;
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    assert_int_equal(heard, h.sent);
+    assert_int_equal(atomic_load(&T.nd[1].handed), 0); /* never to itself */
+    on_node(1, handoff_fn, &h);
+    assert_int_equal(h.rc, -ESTALE); /* once per step-down */
 }
 
 /* ---- ranges and peers added at runtime ---------------------------------------------- */
