@@ -101,6 +101,10 @@ int vt_repl_fence_plan(const struct vt_repl_fence_in *in, struct vt_repl_fence_p
 struct vt_repl_probe {
     bool present;
     uint64_t offset;
+    /* a follower holding records of an epoch above every epoch the leader
+     * wrote: the leader missed a whole leadership (behind, whatever the
+     * offsets say) */
+    bool newer;
 };
 
 enum vt_repl_establish_kind {
@@ -112,17 +116,37 @@ enum vt_repl_establish_kind {
 struct vt_repl_establish {
     enum vt_repl_establish_kind kind;
     uint64_t boundary;  /* ESTABLISHED, LEADER_BEHIND: the k-th largest answer */
-    uint32_t answered;  /* present answers, the leader's included */
+    uint64_t required;  /* what the leader must hold: the j-th largest, j = m + k - rf */
+    uint32_t answered;  /* present answers (m), the leader's included */
+    bool newer;         /* LEADER_BEHIND because a follower holds a newer epoch */
 };
 
 /* The verdict of a promotion over a replica set of `rf` (1..7) members: the
  * leader's own probe and n = rf - 1 follower probes. Needs k = rf/2 + 1
- * answers; boundary = the k-th largest answered offset; a leader absent or
- * below it is behind. Pure. */
+ * answers. boundary = the k-th largest answered offset: durable on k
+ * replicas, so committed (the HWM floor). required = the j-th largest, j =
+ * m + k - rf for m answers: a record committed on k replicas is on at least
+ * j of the answerers, so everything committed lies below it; with every
+ * replica answering j = k and required = boundary. A leader absent, below
+ * `required`, or missing an epoch a follower holds (`newer`) is behind.
+ * Pure. */
 struct vt_repl_establish vt_repl_establish(struct vt_repl_probe leader,
                                            const struct vt_repl_probe *follower, uint32_t n,
                                            uint32_t rf);
 const char *vt_repl_establish_name(enum vt_repl_establish_kind k);
+/* A follower's promotion probe as the boundary counts it, qualified by epoch
+ * histories (`own`: the promoting leader's and its log end; `theirs`: the
+ * follower's answer), epochs that wrote nothing skipped on both sides.
+ * newer when the follower wrote under an epoch above every one this log
+ * wrote; otherwise the offset is its durable offset cut where its log stops
+ * agreeing with this one: at the first disagreement, or where its last
+ * epoch ends in this log unless that is this log's newest epoch (records
+ * further along it all count: this leader lacks them). Pure. */
+struct vt_repl_probe vt_repl_probe_qualify(const struct vt_epoch_entry *own, uint32_t n_own,
+                                           uint64_t own_next,
+                                           const struct vt_epoch_entry *theirs,
+                                           uint32_t n_theirs, uint64_t their_next,
+                                           uint64_t their_durable);
 
 /* ---- who leads: role and lease view ------------------------------------------ */
 
@@ -258,6 +282,7 @@ enum vt_repl_fstate {
     VT_REPL_F_DOWN = 0,      /* no stream (not connected, or waiting to retry) */
     VT_REPL_F_FENCING,       /* fence sent, waiting for the answer */
     VT_REPL_F_STREAMING,     /* appends flow from send_next */
+    VT_REPL_F_PROBED,        /* answered a promotion's probe; fenced for real once established */
 };
 
 /* A follower as the leader sees it (status and metrics read this). */
@@ -314,5 +339,11 @@ void vt_repl_leader_view(const struct vt_repl_leader *l, uint32_t f,
                          struct vt_repl_follower_view *out);
 uint64_t vt_repl_leader_buffered_bytes(const struct vt_repl_leader *l);
 const char *vt_repl_fstate_name(enum vt_repl_fstate s);
+/* The answer to a promotion's probe (a fence that cuts nothing, sent while
+ * promoting): true when it answers the follower's current fence, which
+ * then waits in PROBED for vt_repl_leader_connected (the real fence, once
+ * the promotion established). A failure drops the stream like a failed
+ * fence (-ESTALE: on_deposed). Stale answers: false, nothing changes. */
+bool vt_repl_leader_on_probe(struct vt_repl_leader *l, uint32_t f, uint64_t gen, int rc);
 
 #endif

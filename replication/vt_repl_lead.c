@@ -38,9 +38,86 @@ vt_repl_establish(struct vt_repl_probe leader, const struct vt_repl_probe *follo
         v[j] = x;
     }
     out.boundary = v[k - 1];
-    out.kind = !leader.present || leader.offset < out.boundary ? VT_REPL_LEADER_BEHIND
-                                                               : VT_REPL_ESTABLISHED;
+    out.required = v[m + k - rf - 1]; /* m >= k and 2k > rf: the index is >= 0 */
+    for (uint32_t i = 0; i < n; i++)
+        out.newer |= follower[i].present && follower[i].newer;
+    out.kind = !leader.present || leader.offset < out.required || out.newer
+                   ? VT_REPL_LEADER_BEHIND
+                   : VT_REPL_ESTABLISHED;
     return out;
+}
+
+/* The first entry at or after i that wrote records (its end is the next
+ * entry's start, or `next` for the last), n if none. */
+static uint32_t
+next_written(const struct vt_epoch_entry *h, uint32_t n, uint64_t next, uint32_t i,
+             uint64_t *end)
+{
+    for (; i < n; i++) {
+        *end = i + 1 < n ? h[i + 1].start_offset : next;
+        if (*end > h[i].start_offset)
+            return i;
+    }
+    return n;
+}
+
+/* The newest epoch under which this history wrote records, 0 if none. */
+static uint64_t
+last_written_epoch(const struct vt_epoch_entry *h, uint32_t n, uint64_t next)
+{
+    uint64_t last = 0, end;
+    for (uint32_t i = next_written(h, n, next, 0, &end); i < n;
+         i = next_written(h, n, next, i + 1, &end))
+        last = h[i].epoch;
+    return last;
+}
+
+static uint64_t
+min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+struct vt_repl_probe
+vt_repl_probe_qualify(const struct vt_epoch_entry *own, uint32_t n_own, uint64_t own_next,
+                      const struct vt_epoch_entry *theirs, uint32_t n_theirs, uint64_t their_next,
+                      uint64_t their_durable)
+{
+    struct vt_repl_probe p = {.present = true, .offset = their_durable};
+    uint64_t mine = last_written_epoch(own, n_own, own_next);
+    if (last_written_epoch(theirs, n_theirs, their_next) > mine) {
+        p.newer = true; /* it holds records of a leadership this log never saw */
+        return p;
+    }
+    /* Count only what agrees with this log, epochs that wrote nothing
+     * skipped on both sides: records of an epoch this log superseded are
+     * not committed (the leader that wrote past them held everything
+     * committed) and the real fence cuts them; records further along this
+     * log's newest epoch all count (this leader lacks them). */
+    uint64_t ea = 0, eb = 0, agreed = their_next;
+    uint32_t i = next_written(theirs, n_theirs, their_next, 0, &ea);
+    uint32_t j = next_written(own, n_own, own_next, 0, &eb);
+    while (i < n_theirs) {
+        if (j >= n_own || theirs[i].epoch != own[j].epoch ||
+            theirs[i].start_offset != own[j].start_offset) {
+            agreed = j < n_own ? min64(theirs[i].start_offset, own[j].start_offset)
+                               : theirs[i].start_offset;
+            break;
+        }
+        uint64_t ea2 = 0, eb2 = 0;
+        uint32_t i2 = next_written(theirs, n_theirs, their_next, i + 1, &ea2);
+        uint32_t j2 = next_written(own, n_own, own_next, j + 1, &eb2);
+        if (i2 >= n_theirs) { /* their last epoch: where it ends in this log */
+            if (own[j].epoch != mine)
+                agreed = j2 < n_own ? own[j2].start_offset : eb;
+            break;
+        }
+        i = i2, ea = ea2;
+        j = j2, eb = eb2;
+    }
+    if (agreed < p.offset)
+        p.offset = agreed;
+    return p;
 }
 
 const char *

@@ -257,6 +257,23 @@ vt_repl_leader_on_fence(struct vt_repl_leader *l, uint32_t i, uint64_t gen, int 
     }
 }
 
+bool
+vt_repl_leader_on_probe(struct vt_repl_leader *l, uint32_t i, uint64_t gen, int rc)
+{
+    VT_ASSERT(i < l->cfg.n_followers);
+    struct follower *f = &l->f[i];
+    if (gen != f->gen || f->state != VT_REPL_F_FENCING)
+        return false;
+    if (rc != 0) {
+        stream_reset(f, VT_REPL_F_DOWN);
+        if (rc == -ESTALE)
+            l->ops.on_deposed(l->arg, i);
+        return false;
+    }
+    stream_reset(f, VT_REPL_F_PROBED);
+    return true;
+}
+
 static void
 resync(struct vt_repl_leader *l, uint32_t i)
 {
@@ -451,6 +468,7 @@ vt_repl_fstate_name(enum vt_repl_fstate s)
     case VT_REPL_F_DOWN: return "down";
     case VT_REPL_F_FENCING: return "fencing";
     case VT_REPL_F_STREAMING: return "streaming";
+    case VT_REPL_F_PROBED: return "probed";
     }
     return "unknown";
 }

@@ -121,6 +121,7 @@ struct vt_peer_req_tag {
     uint32_t follower;
     uint64_t gen;
     uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
+    bool probe;    /* a fence sent while promoting: it cuts nothing */
 };
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
@@ -187,7 +188,7 @@ void vt_repl__qw_fail(struct vt_repl_range *rr, uint16_t code, const char *why);
 /* Drops the driver (and fails quorum waiters with code/why). */
 void vt_repl__lead_stop(struct vt_repl_range *rr, uint16_t code, const char *why);
 /* vt_repl_promote.c: a follower answered the promotion's fence. */
-void vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, uint64_t durable);
+void vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, struct vt_repl_probe p);
 /* vt_repl_promote.c: the tick (deadline, static re-promotion). */
 void vt_repl__promote_tick(struct vt_repl_range *rr);
 /* vt_repl_promote.c: the range's log opened: static start. */
@@ -204,6 +205,10 @@ void vt_repl__link_ensure(struct vt_repl_node *n, struct vt_core *core, uint32_t
 void vt_repl__publish_role(struct vt_repl_range *rr);
 /* Sends follower f a LeaderHandoff at `epoch` (kind 69, no reply). */
 int vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch) VT_MUST_USE;
+/* A promotion probe's answer as the boundary counts it (vt_repl_promote.c). */
+struct vt_repl_fence_resp;
+struct vt_repl_probe vt_repl__qualify_probe(struct vt_repl_range *rr,
+                                            const struct vt_repl_fence_resp *m);
 /* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
 

@@ -15,6 +15,7 @@
 #include "vt_diag.h"
 #include "vt_proto.h"
 #include "vt_repl_node_int.h"
+#include "vt_repl_proto.h"
 
 #define PROMOTE_TIMEOUT_DEFAULT_MS 3000u
 
@@ -64,11 +65,27 @@ quorum_proves_leader(const struct vt_repl_range *rr)
     for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
         if (!rr->pr.probe[f].present)
             continue;
+        if (rr->pr.probe[f].newer)
+            return false; /* establish() refuses it */
         n++;
         if (rr->pr.probe[f].offset > top)
             top = rr->pr.probe[f].offset;
     }
     return n >= k && mine >= top;
+}
+
+struct vt_repl_probe
+vt_repl__qualify_probe(struct vt_repl_range *rr, const struct vt_repl_fence_resp *m)
+{
+    struct vt_epoch_entry *own = malloc(VT_EPOCH_HISTORY_MAX * sizeof(*own));
+    if (own == NULL) /* counted as not answering: never as more than it proved */
+        return (struct vt_repl_probe){.present = false};
+    uint32_t n_own = vt_rlog_history(rr->log, own, VT_EPOCH_HISTORY_MAX);
+    struct vt_repl_probe p = vt_repl_probe_qualify(own, n_own, vt_rlog_next_offset(rr->log),
+                                                   m->history, m->history_count, m->next_offset,
+                                                   m->durable);
+    free(own);
+    return p;
 }
 
 /* Ends the running promotion: done(res) once, after the state is final. */
@@ -170,11 +187,16 @@ establish(struct vt_repl_range *rr)
             snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu: quorum "
                      "unavailable (%u of %u replicas answered, %u needed)",
                      (unsigned long long)rr->pr.epoch, est.answered, rr->cfg.n_followers + 1, k);
+        else if (est.newer)
+            snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu: leader behind "
+                     "(a follower holds records of an epoch this replica never wrote)",
+                     (unsigned long long)rr->pr.epoch);
         else
             snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu: leader behind "
-                     "(its durable offset %llu is below the boundary %llu)",
+                     "(its durable offset %llu is below %llu, what %u of %u answers prove "
+                     "may be committed)",
                      (unsigned long long)rr->pr.epoch, (unsigned long long)committed,
-                     (unsigned long long)est.boundary);
+                     (unsigned long long)est.required, est.answered, rr->cfg.n_followers + 1);
         res.why = est.kind == VT_REPL_QUORUM_UNAVAILABLE ? "quorum unavailable" : "leader behind";
         VT_WARN("range %s: %s: suspended", rr->cfg.ident.topic, rr->reason);
         vt_repl__lead_stop(rr, VT_E_STORAGE, rr->reason);
@@ -201,15 +223,23 @@ establish(struct vt_repl_range *rr)
             "followers answered), HWM %llu", rr->cfg.ident.topic, (unsigned long long)rr->epoch,
             (unsigned long long)est.boundary, answered(rr), rr->cfg.n_followers,
             (unsigned long long)vt_repl_range_hwm(rr));
+    /* the probed followers get the real fence now: it cuts what this log
+     * does not hold, all of it above what the promotion proved */
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++) {
+        struct vt_repl_follower_view v;
+        vt_repl_leader_view(rr->lead, f, &v);
+        if (v.state == VT_REPL_F_PROBED)
+            vt_repl_leader_connected(rr->lead, f);
+    }
     promote_end(rr, &res);
 }
 
 void
-vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, uint64_t durable)
+vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, struct vt_repl_probe p)
 {
     if (rr->ls.role != VT_REPL_ROLE_PROMOTING || !rr->pr.raised || f >= rr->cfg.n_followers)
         return;
-    rr->pr.probe[f] = (struct vt_repl_probe){.present = true, .offset = durable};
+    rr->pr.probe[f] = p;
     if (answered(rr) == rr->cfg.n_followers || quorum_proves_leader(rr))
         establish(rr);
 }

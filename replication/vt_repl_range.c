@@ -387,7 +387,14 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     VT_REPL_OWNED(rr);
     struct vt_epoch_entry *hist = vt_repl__hist(rr);
     uint8_t *buf = vt_repl__buf(rr);
-    uint32_t n = vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
+    /* While promoting, the fence is a probe: it raises the follower's epoch
+     * (so the old leader is fenced off) but carries no history, so it cuts
+     * nothing: what the follower holds is counted before anything is cut,
+     * and only the real fence after establishing truncates, by then bounded
+     * by what the promotion proved (docs/REPLICATION.md, "Verified
+     * promotion"). */
+    bool probe = rr->ls.role == VT_REPL_ROLE_PROMOTING;
+    uint32_t n = probe ? 0 : vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
     struct vt_repl_fence m = {.range = rr->cfg.ident, .epoch = rr->epoch,
                               .leader_next = vt_rlog_next_offset(rr->log), .history = hist,
                               .history_count = n};
@@ -397,7 +404,7 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     vt_repl_encode_fence(&w, &m);
     VT_ASSERT(vt_wr_ok(&w));
     struct vt_peer_req_tag tag = {.slot = rr->slot, .serial = rr->serial, .follower = f, .gen = gen,
-                                  .inc = rr->lead_inc};
+                                  .inc = rr->lead_inc, .probe = probe};
     return vt_repl__link_send(link_of(rr, f), VT_K_REPL_FENCE, buf, w.len, &tag);
 }
 
@@ -566,10 +573,17 @@ vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uin
         }
         if (rc == 0 && m.truncated_records > 0)
             vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.truncated, m.truncated_records);
-        vt_repl_leader_on_fence(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0,
-                                rc == 0 ? m.next_offset : 0, rc == 0 ? m.truncated_records : 0);
-        if (rc == 0 && rr->lead != NULL)
-            vt_repl__promote_probe(rr, f, m.durable);
+        if (tag->probe) {
+            bool current = vt_repl_leader_on_probe(rr->lead, f, tag->gen, rc);
+            if (current && rr->ls.role == VT_REPL_ROLE_PROMOTING)
+                vt_repl__promote_probe(rr, f, vt_repl__qualify_probe(rr, &m));
+            else if (current && rr->lead != NULL) /* established meanwhile: the real fence */
+                vt_repl_leader_connected(rr->lead, f);
+        } else {
+            vt_repl_leader_on_fence(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0,
+                                    rc == 0 ? m.next_offset : 0,
+                                    rc == 0 ? m.truncated_records : 0);
+        }
     } else if (sent_kind == VT_K_REPL_APPEND) {
         struct vt_repl_append_resp m;
         if (rc == 0 && kind == VT_K_REPL_APPEND_RESP)

@@ -70,7 +70,15 @@ test_vt_repl_establish_absent_is_not_zero(void **state)
                                       (struct vt_repl_probe)ABSENT);
     assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
     assert_int_equal(e.boundary, 70);
+    assert_int_equal(e.required, 100);
     assert_int_equal(e.answered, 2);
+    /* ... but the leader must hold what the one answering follower holds:
+     * records acknowledged by it and the absent one would be lost */
+    e = est3((struct vt_repl_probe)P(70), (struct vt_repl_probe)P(100),
+             (struct vt_repl_probe)ABSENT);
+    assert_int_equal(e.kind, VT_REPL_LEADER_BEHIND);
+    assert_int_equal(e.boundary, 70);
+    assert_int_equal(e.required, 100);
     /* both absent: no quorum, whatever the leader holds */
     e = est3((struct vt_repl_probe)P(100), (struct vt_repl_probe)ABSENT,
              (struct vt_repl_probe)ABSENT);
@@ -85,6 +93,66 @@ test_vt_repl_establish_absent_is_not_zero(void **state)
     e = est3((struct vt_repl_probe)P(0), (struct vt_repl_probe)P(0), (struct vt_repl_probe)ABSENT);
     assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
     assert_int_equal(e.boundary, 0);
+}
+
+static void
+test_vt_repl_establish_newer_epoch_is_behind(void **state)
+{
+    (void)state;
+    /* a follower holds records of an epoch the leader never wrote: behind,
+     * even with the larger offset */
+    struct vt_repl_probe newer = {.present = true, .offset = 40, .newer = true};
+    struct vt_repl_establish e = est3((struct vt_repl_probe)P(90), newer,
+                                      (struct vt_repl_probe)P(90));
+    assert_int_equal(e.kind, VT_REPL_LEADER_BEHIND);
+    assert_true(e.newer);
+    assert_int_equal(e.boundary, 90);
+    /* an absent follower's flag does not count */
+    newer.present = false;
+    e = est3((struct vt_repl_probe)P(90), newer, (struct vt_repl_probe)P(90));
+    assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
+    assert_false(e.newer);
+}
+
+static void
+test_vt_repl_probe_qualify_by_epoch_history(void **state)
+{
+    (void)state;
+    const struct vt_epoch_entry e1[] = {{1, 0}};
+    /* further along the same epoch: all of it counts (the leader lacks it) */
+    struct vt_repl_probe p = vt_repl_probe_qualify(e1, 1, 50, e1, 1, 90, 90);
+    assert_true(p.present);
+    assert_false(p.newer);
+    assert_int_equal(p.offset, 90);
+    /* records of epoch 1 past where this log moved to epoch 3: superseded */
+    const struct vt_epoch_entry e13[] = {{1, 0}, {3, 60}};
+    p = vt_repl_probe_qualify(e13, 2, 80, e1, 1, 100, 100);
+    assert_false(p.newer);
+    assert_int_equal(p.offset, 60);
+    p = vt_repl_probe_qualify(e13, 2, 80, e1, 1, 100, 40); /* durable below the cut */
+    assert_int_equal(p.offset, 40);
+    /* a newer epoch than any this log wrote: behind, whatever the offsets */
+    const struct vt_epoch_entry e12[] = {{1, 0}, {2, 50}};
+    const struct vt_epoch_entry f13[] = {{1, 0}, {3, 40}};
+    p = vt_repl_probe_qualify(e12, 2, 60, f13, 2, 45, 45);
+    assert_true(p.newer);
+    /* an epoch this log raised but never wrote does not count as written */
+    const struct vt_epoch_entry e14[] = {{1, 0}, {4, 50}};
+    const struct vt_epoch_entry f13b[] = {{1, 0}, {3, 50}};
+    p = vt_repl_probe_qualify(e14, 2, 50, f13b, 2, 60, 60);
+    assert_true(p.newer);
+    p = vt_repl_probe_qualify(e14, 2, 50, e1, 1, 70, 70);
+    assert_false(p.newer); /* the same epoch 1, further along */
+    assert_int_equal(p.offset, 70);
+    /* divergent older epoch: counted up to the first disagreement */
+    const struct vt_epoch_entry f12[] = {{1, 0}, {2, 20}};
+    p = vt_repl_probe_qualify(e13, 2, 80, f12, 2, 70, 65);
+    assert_false(p.newer);
+    assert_int_equal(p.offset, 20);
+    /* an empty follower proves nothing above 0 and is not newer */
+    p = vt_repl_probe_qualify(e13, 2, 80, NULL, 0, 0, 0);
+    assert_false(p.newer);
+    assert_int_equal(p.offset, 0);
 }
 
 static void
@@ -125,12 +193,22 @@ test_vt_repl_establish_rf5_rf7(void **state)
     e = vt_repl_establish((struct vt_repl_probe)P(5), f7, 6, 7);
     assert_int_equal(e.kind, VT_REPL_LEADER_BEHIND); /* 9,8,7,6,5,1: 4th = 6 */
     assert_int_equal(e.boundary, 6);
+    /* 6 of 7 answered: a record on 4 replicas is on 3 answerers, so the
+     * leader must hold the 3rd largest (7) although 6 is the 4th */
     e = vt_repl_establish((struct vt_repl_probe)P(6), f7, 6, 7);
-    assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
+    assert_int_equal(e.kind, VT_REPL_LEADER_BEHIND);
     assert_int_equal(e.boundary, 6);
+    assert_int_equal(e.required, 7);
+    e = vt_repl_establish((struct vt_repl_probe)P(7), f7, 6, 7);
+    assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
+    assert_int_equal(e.boundary, 7); /* 9,8,7,7,6,1: 4th = 7 */
     struct vt_repl_probe f7b[6] = {P(9), P(8), ABSENT, ABSENT, ABSENT, P(1)};
     e = vt_repl_establish((struct vt_repl_probe)P(6), f7b, 6, 7);
-    assert_int_equal(e.kind, VT_REPL_ESTABLISHED); /* 9,8,6,1: 4th = 1 */
+    assert_int_equal(e.kind, VT_REPL_LEADER_BEHIND); /* 9,8,6,1: j = 4 + 4 - 7 = 1 */
+    assert_int_equal(e.boundary, 1);
+    assert_int_equal(e.required, 9);
+    e = vt_repl_establish((struct vt_repl_probe)P(9), f7b, 6, 7);
+    assert_int_equal(e.kind, VT_REPL_ESTABLISHED);
     assert_int_equal(e.boundary, 1);
     assert_string_equal(vt_repl_establish_name(VT_REPL_LEADER_BEHIND), "leader-behind");
 }
@@ -336,6 +414,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vt_repl_establish_spec_examples),
         cmocka_unit_test(test_vt_repl_establish_absent_is_not_zero),
+        cmocka_unit_test(test_vt_repl_establish_newer_epoch_is_behind),
+        cmocka_unit_test(test_vt_repl_probe_qualify_by_epoch_history),
         cmocka_unit_test(test_vt_repl_establish_rf1_rf2),
         cmocka_unit_test(test_vt_repl_establish_rf5_rf7),
         cmocka_unit_test(test_vt_repl_lead_promote_suspend_reactivate_same_epoch),
