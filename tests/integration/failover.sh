@@ -168,6 +168,42 @@ expect_refusal 2 "--range-index needs --topic NAME" \
     verify --config "$work/norange-n$via1.yaml" --range-index 1
 echo "range 1 ($range1, led by node $lead1): 3000 records produced and verified by topic name through node $via1"
 
+# vtop-bench by topic name: Locate through one node, each range written at its leader.
+ctl meta create-topic --config "$work/admin.yaml" --name bench --ranges 3 \
+    --replication-factor 3 >/dev/null || fail "create-topic bench"
+cl_wait_leaders bench 3 || fail "no leaders for topic bench: $(cl_topic_ranges bench)"
+# step the leader of range 1 down, by topic name and index, so that another
+# node leads it (a stepped-down node does not campaign for one lease TTL)
+read -r _ _ holder_b1 _ < <(cl_topic_ranges bench | awk '$1 == 1')
+nb1=$(cl_node_of "$holder_b1")
+cl_client_head "$nb1" "" >"$work/norange-n$nb1.yaml"
+ctl range step-down --config "$work/norange-n$nb1.yaml" --topic bench --range-index 1 \
+    >"$work/stepdown.out" 2>&1 || fail "range step-down --topic bench: $(cat "$work/stepdown.out")"
+grep -q '^released range bench at epoch' "$work/stepdown.out" ||
+    fail "range step-down --topic bench: $(cat "$work/stepdown.out")"
+for _ in $(seq 1 100); do
+    read -r _ _ h _ < <(cl_topic_ranges bench | awk '$1 == 1')
+    [ "$h" != "-" ] && [ "$h" != "$holder_b1" ] && break
+    sleep 0.1
+done
+if [ "$h" = "-" ] || [ "$h" = "$holder_b1" ]; then
+    fail "range 1 of bench not taken over: $(cl_topic_ranges bench)"
+fi
+leaders=$(cl_topic_ranges bench | awk '{print $3}' | sort -u | wc -l)
+[ "$leaders" -ge 2 ] || fail "topic bench has $leaders leader(s) after a step-down: $(cl_topic_ranges bench)"
+"$bin/vtop-bench" produce --config "$work/norange-n$via1.yaml" --topic bench --seconds 0.5 \
+    --warmup 0.1 --batch-records 16 --record-bytes 64 --durability quorum --json \
+    >"$work/bench.json" 2>"$work/bench.err" || fail "vtop-bench --topic bench: $(cat "$work/bench.err")"
+grep -q '"ok": true' "$work/bench.json" || fail "vtop-bench --topic bench: $(cat "$work/bench.json")"
+[ "$(grep -c '"range_id"' "$work/bench.json")" = 3 ] || fail "vtop-bench used not 3 ranges: $(cat "$work/bench.json")"
+rc=0
+"$bin/vtop-bench" produce --config "$work/norange-n$via1.yaml" --topic bench \
+    --connections 1 --seconds 0.5 >/dev/null 2>"$work/bench.err" || rc=$?
+[ "$rc" = 2 ] || fail "vtop-bench --connections 1 for $leaders leaders exited $rc"
+grep -q "led by $leaders nodes, and each leader needs a connection of its own" \
+    "$work/bench.err" || fail "vtop-bench refusal: $(cat "$work/bench.err")"
+echo "vtop-bench --topic bench: 3 ranges written at their $leaders leader(s)"
+
 # The producer reaches the cluster through a node that does not lead range 0,
 # naming the range by topic and index.
 via=$((old % 3 + 1))
