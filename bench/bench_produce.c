@@ -220,7 +220,7 @@ takes_value(const char *a)
     static const char *const names[] = {
         "--config",        "--connections",  "--ranges",         "--range-ids", "--record-bytes",
         "--batch-records", "--inflight",     "--durability",     "--seconds",   "--warmup",
-        "--rate",          "--client-cores", "--producer-epoch", "--node-pid",    "--topic"};
+        "--rate",          "--client-cores", "--producer-epoch", "--node-pid",  "--topic"};
     for (size_t i = 0; i < VT_ARRAY_LEN(names); i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -274,8 +274,10 @@ check_opts(struct vt_bp_opts *o)
         return 2;
     }
     if (o->topic != NULL && !vt_topic_valid(o->topic, strlen(o->topic))) {
-        fprintf(stderr, "vtop-bench produce: --topic '%.64s' must be 1..249 bytes of "
-                        "[A-Za-z0-9._-]\n", o->topic);
+        fprintf(stderr,
+                "vtop-bench produce: --topic '%.64s' must be 1..249 bytes of "
+                "[A-Za-z0-9._-]\n",
+                o->topic);
         return 2;
     }
     if (o->topic != NULL && o->n_range_ids > 0) {
@@ -345,16 +347,18 @@ add_dest(const struct vt_bp_opts *o, struct vt_bp_located *loc, const struct vt_
     const char *why = "";
     uint8_t addr[16];
     if (!l->has_leader || l->leader_addr[0] == '\0') {
-        fprintf(stderr, "vtop-bench produce: --topic %s: range index %u has no leader %s (retry "
-                        "once its lease is held)\n", o->topic, l->index,
-                l->has_leader ? "address" : "yet");
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: range index %u has no leader %s (retry "
+                "once its lease is held)\n",
+                o->topic, l->index, l->has_leader ? "address" : "yet");
         return 1;
     }
     if (vt_cfg_parse_hostport(l->leader_addr, strlen(l->leader_addr), &hp, &why) != 0 ||
         (inet_pton(AF_INET, hp.host, addr) != 1 && inet_pton(AF_INET6, hp.host, addr) != 1)) {
-        fprintf(stderr, "vtop-bench produce: --topic %s: range index %u's leader address "
-                        "'%s' is not a numeric host:port (%s)\n", o->topic, l->index,
-                l->leader_addr, why[0] ? why : "no DNS on a reactor");
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: range index %u's leader address "
+                "'%s' is not a numeric host:port (%s)\n",
+                o->topic, l->index, l->leader_addr, why[0] ? why : "no DNS on a reactor");
         return 1;
     }
     char cn[37];
@@ -384,9 +388,10 @@ pick_located(const struct vt_bp_opts *o, const struct vt_locate_resp *m, uint32_
     loc->topic_epoch = m->topic_epoch;
     loc->topic_ranges = m->ranges[0].count;
     if (first + want > loc->topic_ranges || want > VT_BP_MAX_RANGES) {
-        fprintf(stderr, "vtop-bench produce: --topic %s: ranges %u..%u asked for, but the topic "
-                        "has %u range(s) (index 0..%u)%s\n", o->topic, first, first + want - 1,
-                loc->topic_ranges, loc->topic_ranges - 1,
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: ranges %u..%u asked for, but the topic "
+                "has %u range(s) (index 0..%u)%s\n",
+                o->topic, first, first + want - 1, loc->topic_ranges, loc->topic_ranges - 1,
                 want > VT_BP_MAX_RANGES ? " and at most 256 are used" : "");
         return 1;
     }
@@ -396,8 +401,10 @@ pick_located(const struct vt_bp_opts *o, const struct vt_locate_resp *m, uint32_
             if (m->ranges[i].index == first + k)
                 l = &m->ranges[i];
         if (l == NULL) {
-            fprintf(stderr, "vtop-bench produce: --topic %s: node %s's Locate answer lists no "
-                            "range index %u\n", o->topic, loc->node_id, first + k);
+            fprintf(stderr,
+                    "vtop-bench produce: --topic %s: node %s's Locate answer lists no "
+                    "range index %u\n",
+                    o->topic, loc->node_id, first + k);
             return 1;
         }
         loc->ranges[k] = *l;
@@ -423,8 +430,8 @@ locate_topic(const struct vt_bp_opts *o, const struct vt_client_config *cfg, int
         return 1;
     }
     snprintf(loc->node_id, sizeof(loc->node_id), "%s", vt_client_session(c)->node_id);
-    struct vt_locate_resp m = {.ranges = calloc(VT_PROTO_LOCATE_MAX_RANGES,
-                                                sizeof(struct vt_range_location))};
+    struct vt_locate_resp m = {
+        .ranges = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(struct vt_range_location))};
     int rc = 1;
     if (m.ranges == NULL)
         fprintf(stderr, "vtop-bench produce: out of memory\n");
@@ -489,8 +496,10 @@ load_target(struct vt_bp_opts *o, struct vt_bp_target *t)
     }
     if (rc == 0 && o->topic == NULL && !t->has_range && o->n_range_ids == 0 &&
         o->ranges_count == 0) {
-        fprintf(stderr, "vtop-bench produce: %s names no range: add `range:` or pass --topic "
-                        "NAME, --ranges M or --range-ids\n", o->config_path);
+        fprintf(stderr,
+                "vtop-bench produce: %s names no range: add `range:` or pass --topic "
+                "NAME, --ranges M or --range-ids\n",
+                o->config_path);
         rc = 1;
     }
     if (rc == 0 && o->topic != NULL)
@@ -512,9 +521,10 @@ vt_bench_produce_main(int argc, char **argv)
     if (opts.topic != NULL)
         rc = check_conns(&opts, target.located.n, target.located.n_dests);
     else
-        rc = check_conns(&opts, opts.n_range_ids   ? opts.n_range_ids
-                                : opts.ranges_count ? opts.ranges_count
-                                                    : 1,
+        rc = check_conns(&opts,
+                         opts.n_range_ids    ? opts.n_range_ids
+                         : opts.ranges_count ? opts.ranges_count
+                                             : 1,
                          1);
     if (rc != 0)
         return 2;

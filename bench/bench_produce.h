@@ -76,10 +76,10 @@ struct vt_bp_dest {
 struct vt_bp_located {
     char node_id[VT_PROTO_PRINCIPAL_MAX + 1]; /* the node that answered */
     uint64_t topic_epoch;
-    uint32_t topic_ranges;                    /* how many ranges the topic has */
-    uint32_t n;                               /* used: indexes 0..n-1 */
+    uint32_t topic_ranges;                             /* how many ranges the topic has */
+    uint32_t n;                                        /* used: indexes 0..n-1 */
     struct vt_range_location ranges[VT_BP_MAX_RANGES]; /* by index */
-    unsigned dest[VT_BP_MAX_RANGES];          /* ranges[i]'s leader in dests */
+    unsigned dest[VT_BP_MAX_RANGES];                   /* ranges[i]'s leader in dests */
     struct vt_bp_dest dests[VT_BP_MAX_RANGES];
     unsigned n_dests;
 };

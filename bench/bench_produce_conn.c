@@ -134,7 +134,8 @@ conn_on_server_hello(struct vt_bp_conn *c, const struct vt_frame *f)
         run->setup.hello = sh;
         run->negotiated_inflight = sh.max_inflight;
     } else if (run->opts->topic != NULL && c->idx == 0) {
-        run->negotiated_inflight = sh.max_inflight; /* no setup connection; main reads it after the join */
+        run->negotiated_inflight =
+            sh.max_inflight; /* no setup connection; main reads it after the join */
     }
     return 0;
 }

@@ -515,8 +515,7 @@ run_alloc(struct vt_bp_run *run)
     const struct vt_bp_target *t = run->target;
     snprintf(run->node_dest.host, sizeof(run->node_dest.host), "%s", t->host);
     run->node_dest.port = t->port;
-    snprintf(run->node_dest.server_name, sizeof(run->node_dest.server_name), "%s",
-             t->server_name);
+    snprintf(run->node_dest.server_name, sizeof(run->node_dest.server_name), "%s", t->server_name);
     run->ranges = calloc(VT_BP_MAX_RANGES, sizeof(*run->ranges));
     run->cores = calloc(run->n_cores, sizeof(*run->cores));
     run->setup.ranges = calloc(VT_PROTO_STATUS_MAX_RANGES, sizeof(*run->setup.ranges));
@@ -658,16 +657,15 @@ vt_bp_run_all(struct vt_bp_run *run, struct vt_bp_result *res)
                       "producer epoch %llu, %s loop",
                       o->topic, (unsigned long long)run->target->located.topic_epoch,
                       run->target->located.node_id, run->target->host, run->target->port,
-                      run->target->located.topic_ranges, run->n_ranges, run->n_dests,
-                      run->n_conns, run->n_cores,
-                      (unsigned long long)run->target->producer_epoch,
+                      run->target->located.topic_ranges, run->n_ranges, run->n_dests, run->n_conns,
+                      run->n_cores, (unsigned long long)run->target->producer_epoch,
                       o->rate > 0 ? "open" : "closed");
         else
             vt_bp_say(o,
                       "node %s at %s:%u: %u range(s) hosted; using %u, %u connection(s) on %u "
                       "client core(s), producer epoch %llu, %s loop",
-                      run->setup.node_id, run->target->host, run->target->port,
-                      run->setup.n_ranges, run->n_ranges, run->n_conns, run->n_cores,
+                      run->setup.node_id, run->target->host, run->target->port, run->setup.n_ranges,
+                      run->n_ranges, run->n_conns, run->n_cores,
                       (unsigned long long)run->target->producer_epoch,
                       o->rate > 0 ? "open" : "closed");
         if (phase_connect(run) == 0)

@@ -65,12 +65,15 @@ int
 ctl_range_opt_parse(int c, const char *usage, struct ctl_range_opt *ro)
 {
     switch (c) {
-    case 'T': ro->topic = optarg; return 0;
+    case 'T':
+        ro->topic = optarg;
+        return 0;
     case 'I':
         ro->have_index = true;
         return ctl_opt_u64(usage, "--range-index", optarg, 0, VT_CLIENT_MAX_RANGE_INDEX,
                            &ro->index);
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -91,12 +94,13 @@ ctl_client_config_load_range(const char *path, const struct ctl_range_opt *ro, c
         return rc;
     char err[200];
     if (ro->topic != NULL &&
-        vt_client_config_range_by_index(cfg, ro->topic, (uint32_t)ro->index, err,
-                                        sizeof(err)) != 0)
+        vt_client_config_range_by_index(cfg, ro->topic, (uint32_t)ro->index, err, sizeof(err)) != 0)
         rc = ctl_usage_error(usage, "--topic: %s", err);
     else if (cfg->range_form == VT_CLIENT_RANGE_NONE)
-        rc = ctl_usage_error(usage, "%s names no range: add `range: {topic: NAME, index: N}` "
-                             "or pass --topic NAME [--range-index N]", path);
+        rc = ctl_usage_error(usage,
+                             "%s names no range: add `range: {topic: NAME, index: N}` "
+                             "or pass --topic NAME [--range-index N]",
+                             path);
     if (rc != 0)
         vt_client_config_free(cfg);
     return rc;

@@ -135,7 +135,8 @@ int vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *ran
  * connection stays usable); -EINVAL when the config names no range; or
  * Locate's errors. */
 int vt_client_range_resolve(struct vt_client *c, const struct vt_client_config *cfg,
-                            struct vt_range_ident *ident, struct vt_range_location *out) VT_MUST_USE;
+                            struct vt_range_ident *ident,
+                            struct vt_range_location *out) VT_MUST_USE;
 
 /* Leadership (synchronous, admin role): step down from req->range or
  * drain the node; 0 and *out once metadata accepted the release(s), or

@@ -14,21 +14,27 @@ range_validate(void *obj, struct vt_cfg_check *chk)
 {
     const struct vt_client_range_config *r = obj;
     if (r->topic != NULL && !vt_topic_valid(r->topic, strlen(r->topic)))
-        return vt_cfg_check_fail(chk, "topic", "topic \"%.64s\" must be 1..249 bytes of "
-                                 "[A-Za-z0-9._-]", r->topic);
+        return vt_cfg_check_fail(chk, "topic",
+                                 "topic \"%.64s\" must be 1..249 bytes of "
+                                 "[A-Za-z0-9._-]",
+                                 r->topic);
     if (r->has_range_id && r->has_index)
-        return vt_cfg_check_fail(chk, "index", "index and range_id both name the range: give "
+        return vt_cfg_check_fail(chk, "index",
+                                 "index and range_id both name the range: give "
                                  "exactly one (index: its position in the topic, resolved "
                                  "with Locate; range_id: its identity, with topic_epoch)");
     if (r->has_range_id && !r->has_topic_epoch)
-        return vt_cfg_check_fail(chk, "topic_epoch", "topic_epoch: missing required key (a "
+        return vt_cfg_check_fail(chk, "topic_epoch",
+                                 "topic_epoch: missing required key (a "
                                  "range named by range_id needs its topic epoch)");
     if (!r->has_range_id && r->has_topic_epoch)
-        return vt_cfg_check_fail(chk, "topic_epoch", "topic_epoch is allowed only with "
+        return vt_cfg_check_fail(chk, "topic_epoch",
+                                 "topic_epoch is allowed only with "
                                  "range_id: a range named by index takes its topic epoch "
                                  "from Locate");
     if (!r->has_range_id && r->has_range_generation)
-        return vt_cfg_check_fail(chk, "range_generation", "range_generation is allowed only "
+        return vt_cfg_check_fail(chk, "range_generation",
+                                 "range_generation is allowed only "
                                  "with range_id: a range named by index takes its generation "
                                  "from Locate");
     return 0;
@@ -151,8 +157,7 @@ vt_client_config_range_by_index(struct vt_client_config *cfg, const char *topic,
 {
     VT_ASSERT(cfg != NULL && topic != NULL);
     if (!vt_topic_valid(topic, strlen(topic))) {
-        snprintf(err, err_len, "topic \"%.64s\" must be 1..249 bytes of [A-Za-z0-9._-]",
-                 topic);
+        snprintf(err, err_len, "topic \"%.64s\" must be 1..249 bytes of [A-Za-z0-9._-]", topic);
         return -EINVAL;
     }
     if (index > VT_CLIENT_MAX_RANGE_INDEX) {

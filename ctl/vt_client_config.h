@@ -110,7 +110,7 @@ void vt_client_config_free(struct vt_client_config *cfg);
  * number `index` (the --topic / --range-index override of the tools). 0;
  * -EINVAL with `err` naming the topic when it is not 1..249 bytes of
  * [A-Za-z0-9._-]; -ENOMEM. Pure apart from the allocation. */
-int vt_client_config_range_by_index(struct vt_client_config *cfg, const char *topic,
-                                    uint32_t index, char *err, size_t err_len) VT_MUST_USE;
+int vt_client_config_range_by_index(struct vt_client_config *cfg, const char *topic, uint32_t index,
+                                    char *err, size_t err_len) VT_MUST_USE;
 
 #endif

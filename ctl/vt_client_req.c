@@ -262,9 +262,10 @@ pick_index(struct vt_client *c, const char *topic, uint32_t index, const struct 
 {
     uint32_t count = m->ranges[0].count;
     if (index >= count)
-        return vt_client__fail(c, -ENOENT, "topic %s has %" PRIu32 " range(s) (index 0..%" PRIu32
-                               "): there is no range index %" PRIu32, topic, count, count - 1,
-                               index);
+        return vt_client__fail(c, -ENOENT,
+                               "topic %s has %" PRIu32 " range(s) (index 0..%" PRIu32
+                               "): there is no range index %" PRIu32,
+                               topic, count, count - 1, index);
     for (uint32_t i = 0; i < m->n_ranges; i++) {
         if (m->ranges[i].index != index)
             continue;
@@ -276,7 +277,8 @@ pick_index(struct vt_client *c, const char *topic, uint32_t index, const struct 
         *out = m->ranges[i];
         return 0;
     }
-    return vt_client__fail(c, -ENOENT, "topic %s has %" PRIu32 " range(s) but node %s's Locate "
+    return vt_client__fail(c, -ENOENT,
+                           "topic %s has %" PRIu32 " range(s) but node %s's Locate "
                            "answer lists no range index %" PRIu32 " (it listed %" PRIu32 ")",
                            topic, count, c->session.node_id, index, m->n_ranges);
 }
@@ -287,7 +289,8 @@ vt_client_range_resolve(struct vt_client *c, const struct vt_client_config *cfg,
 {
     VT_ASSERT(cfg != NULL && ident != NULL && out != NULL);
     if (cfg->range_form == VT_CLIENT_RANGE_NONE)
-        return vt_client__fail(c, -EINVAL, "no range named: the client config has no `range:` "
+        return vt_client__fail(c, -EINVAL,
+                               "no range named: the client config has no `range:` "
                                "(add one, or pass --topic NAME [--range-index N])");
     if (cfg->range_form == VT_CLIENT_RANGE_BY_ID) {
         int rc = vt_client_locate_range(c, &cfg->range_ident, out);

@@ -255,8 +255,10 @@ srv_answer_locate(struct fake *f, const struct vt_frame *fr)
         l->n_replicas = 1;
         memcpy(l->replicas[0], l->leader, 16);
     }
-    struct vt_locate_resp m = {.topic_epoch = 1, .source = VT_LOCATE_SRC_METADATA,
-                               .n_ranges = sparse ? 1 : 3, .ranges = locs};
+    struct vt_locate_resp m = {.topic_epoch = 1,
+                               .source = VT_LOCATE_SRC_METADATA,
+                               .n_ranges = sparse ? 1 : 3,
+                               .ranges = locs};
     snprintf(m.topic, sizeof(m.topic), "%s", topic);
     uint8_t p[2048];
     struct vt_wr w;
@@ -285,7 +287,9 @@ script_serve(struct fake *f)
         case VT_K_PRODUCE: srv_answer_produce(f, &fr, &next_offset); break;
         case VT_K_FETCH: srv_answer_fetch(f, &fr); break;
         case VT_K_NODE_STATUS: srv_answer_status(f, fr.request_id); break;
-        case VT_K_LOCATE: srv_answer_locate(f, &fr); break;
+        case VT_K_LOCATE:
+            srv_answer_locate(f, &fr);
+            break;
         case VT_K_WINDOW_UPDATE:
             if (vt_proto_decode_window_update(fr.payload, fr.payload_len, &add, &why) != 0)
                 fake_failf(f, "server: bad window update: %s", why);
@@ -807,8 +811,8 @@ test_vt_client_range_resolve(void **state)
     /* an index below the count the node did not list */
     assert_int_equal(vt_client_config_range_by_index(&cfg, "sparse", 2, why, sizeof(why)), 0);
     assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), -ENOENT);
-    assert_non_null(strstr(vt_client_last_error(c), "topic sparse has 4 range(s) but node "
-                                                    NODE1 "'s Locate answer lists no range "
+    assert_non_null(strstr(vt_client_last_error(c), "topic sparse has 4 range(s) but node " NODE1
+                                                    "'s Locate answer lists no range "
                                                     "index 2"));
     /* a topic the node does not know */
     assert_int_equal(vt_client_config_range_by_index(&cfg, "nope", 0, why, sizeof(why)), 0);

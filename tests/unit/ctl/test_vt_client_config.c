@@ -265,20 +265,17 @@ test_vt_client_config_range_form_refusals(void **state)
     /* the identity keys are refused without range_id */
     expect_error(with_range("range:\n  topic: orders\n  index: 1\n  topic_epoch: 1\n"), 11,
                  "range.topic_epoch", "allowed only with range_id");
-    expect_error(with_range("range:\n  topic: orders\n  topic_epoch: 1\n"), 10,
-                 "range.topic_epoch", "allowed only with range_id");
-    expect_error(with_range("range:\n  topic: orders\n  index: 0\n  range_generation: 2\n"),
-                 11, "range.range_generation", "allowed only with range_id");
+    expect_error(with_range("range:\n  topic: orders\n  topic_epoch: 1\n"), 10, "range.topic_epoch",
+                 "allowed only with range_id");
+    expect_error(with_range("range:\n  topic: orders\n  index: 0\n  range_generation: 2\n"), 11,
+                 "range.range_generation", "allowed only with range_id");
     /* the index itself */
-    expect_error(with_range("range:\n  topic: orders\n  index: 1024\n"), 10, "range.index",
-                 "");
+    expect_error(with_range("range:\n  topic: orders\n  index: 1024\n"), 10, "range.index", "");
     expect_error(with_range("range:\n  topic: orders\n  index: -1\n"), 10, "range.index", "");
-    expect_error(with_range("range:\n  topic: orders\n  index: one\n"), 10, "range.index",
-                 "");
+    expect_error(with_range("range:\n  topic: orders\n  index: one\n"), 10, "range.index", "");
     /* a topic is still required, and still checked */
     expect_error(with_range("range:\n  index: 1\n"), 9, "range.topic", "missing");
-    expect_error(with_range("range:\n  topic: a/b\n  index: 1\n"), 9, "range.topic",
-                 "A-Za-z0-9");
+    expect_error(with_range("range:\n  topic: a/b\n  index: 1\n"), 9, "range.topic", "A-Za-z0-9");
 }
 
 /* No `range` at all is fine (node status, tools given --topic); the
