@@ -93,11 +93,38 @@ locate_one(struct vt_broker *b, const struct vt_range_actor *ra, struct vt_locat
         memcpy(l->replicas[k], br->replicas[k], 16);
 }
 
-/* Ranges in a stable order (the table's order is a hash's): by range id. */
+/* A range's index in its topic: its position among the topic's ranges (of
+ * that topic epoch) in the node config's `ranges:` list, and how many the
+ * list has; false when the config does not list it. */
+static bool
+config_position(const struct vt_broker *b, const struct vt_range_location *l, const char *topic,
+                uint64_t topic_epoch, uint32_t *index, uint32_t *count)
+{
+    const struct vt_node_config *cfg = b->cfg;
+    uint32_t n = 0;
+    bool found = false;
+    for (uint32_t i = 0; i < cfg->n_ranges; i++) {
+        const struct vt_node_range *nr = &cfg->ranges[i];
+        if (strcmp(nr->topic, topic) != 0 || nr->topic_epoch != topic_epoch)
+            continue;
+        if (!found && memcmp(nr->range_id, l->range_id, 16) == 0 &&
+            nr->range_generation == l->range_generation) {
+            *index = n;
+            found = true;
+        }
+        n++;
+    }
+    *count = n;
+    return found;
+}
+
+/* By index; ranges the config does not list come last, in the order found. */
 static int
-by_range_id(const void *a, const void *b)
+by_index(const void *a, const void *b)
 {
     const struct vt_range_location *x = a, *y = b;
+    if (x->index != y->index)
+        return x->index < y->index ? -1 : 1;
     int c = memcmp(x->range_id, y->range_id, 16);
     if (c != 0)
         return c;
@@ -123,10 +150,21 @@ vt_locate_static(struct vt_broker *b, const char *topic, struct vt_locate_resp *
     }
     if (out->n_ranges == 0)
         return -ENOENT;
-    qsort(locs, out->n_ranges, sizeof(*locs), by_range_id);
+    /* index = position in the config's `ranges:` among the topic's ranges
+     * (docs/PROTOCOL.md, Locate); a hosted range the config does not list
+     * (none today) is numbered after them */
+    uint32_t count = 0, extra = 0;
     for (uint32_t k = 0; k < out->n_ranges; k++) {
-        locs[k].index = k;
-        locs[k].count = out->n_ranges;
+        uint32_t idx = 0;
+        if (!config_position(b, &locs[k], topic, out->topic_epoch, &idx, &count))
+            idx = UINT32_MAX - out->n_ranges + extra++;
+        locs[k].index = idx;
+    }
+    qsort(locs, out->n_ranges, sizeof(*locs), by_index);
+    for (uint32_t k = 0; k < out->n_ranges; k++) {
+        if (locs[k].index >= count)
+            locs[k].index = count + (k - (out->n_ranges - extra));
+        locs[k].count = count + extra;
     }
     return 0;
 }

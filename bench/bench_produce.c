@@ -10,6 +10,7 @@
 
 #include "bench_produce.h"
 #include "vt_batch.h"
+#include "vt_client.h"
 #include "vt_client_config.h"
 #include "vt_clock.h"
 #include "vt_config.h"
@@ -35,7 +36,15 @@ produce_usage(FILE *f)
                "  --ranges M|ID,ID,...  how many of the node's ready ranges to use (the\n"
                "                        config's range first), or which ones by range id;\n"
                "                        default: the config's range. Found with NodeStatus.\n"
+               "                        With --topic: the topic's first M ranges by index\n"
+               "                        (default: all of them)\n"
                "  --range-ids ID,ID,... the list form of --ranges\n"
+               "  --topic NAME          Locate the topic through the config's node and write\n"
+               "                        each range at its leader, at the epoch Locate gave:\n"
+               "                        connections go to the leaders (each leader needs one\n"
+               "                        at least; default max(min(4, ranges), leaders)).\n"
+               "                        A config naming its range by topic and index does\n"
+               "                        the same for that one range.\n"
                "  --record-bytes R      value bytes per record (default 1024; key is 8 bytes)\n"
                "  --batch-records K     records per Produce (default 64)\n"
                "  --inflight P          requests in flight per connection (default 64; capped\n"
@@ -178,6 +187,8 @@ parse_value(const char *opt, const char *v, struct vt_bp_opts *o)
     int rc = 0;
     if (strcmp(opt, "--config") == 0)
         o->config_path = v;
+    else if (strcmp(opt, "--topic") == 0)
+        o->topic = v;
     else if (strcmp(opt, "--connections") == 0)
         rc = parse_u32(opt, v, 1, VT_BP_MAX_CONNS, &o->connections);
     else if (strcmp(opt, "--ranges") == 0)
@@ -209,11 +220,49 @@ takes_value(const char *a)
     static const char *const names[] = {
         "--config",        "--connections",  "--ranges",         "--range-ids", "--record-bytes",
         "--batch-records", "--inflight",     "--durability",     "--seconds",   "--warmup",
-        "--rate",          "--client-cores", "--producer-epoch", "--node-pid"};
+        "--rate",          "--client-cores", "--producer-epoch", "--node-pid",  "--topic"};
     for (size_t i = 0; i < VT_ARRAY_LEN(names); i++)
         if (strcmp(a, names[i]) == 0)
             return true;
     return false;
+}
+
+/* The connection count against the M ranges used (and the leaders they
+ * have, 1 for NodeStatus mode); settles the defaults. 0 or 2. */
+static int
+check_conns(struct vt_bp_opts *o, unsigned m, unsigned leaders)
+{
+    if (o->connections == 0) {
+        o->connections = m < 4 ? m : 4;
+        if (o->connections < leaders)
+            o->connections = leaders;
+    }
+    if (o->connections < leaders) {
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: its %u range(s) in use are led by %u nodes, "
+                "and each leader needs a connection of its own: --connections %u is too few "
+                "(give %u or more, or fewer ranges with --ranges)\n",
+                o->topic, m, leaders, o->connections, leaders);
+        return 2;
+    }
+    if (o->connections > m) {
+        fprintf(stderr,
+                "vtop-bench produce: --connections %u > %u range(s): every connection needs "
+                "a range of its own (one idempotent sequence per range); add ranges with "
+                "--ranges or lower --connections\n",
+                o->connections, m);
+        return 2;
+    }
+    if (o->client_cores > o->connections)
+        o->client_cores = o->connections;
+    if (o->rate > 0 && o->rate < (double)o->batch_records * o->connections / 3600.0) {
+        fprintf(stderr,
+                "vtop-bench produce: --rate %g is below one batch per hour per "
+                "connection\n",
+                o->rate);
+        return 2;
+    }
+    return 0;
 }
 
 /* Cross-option rules once everything is parsed; 0 or 2. */
@@ -224,15 +273,16 @@ check_opts(struct vt_bp_opts *o)
         fprintf(stderr, "vtop-bench produce: --config CLIENT.yaml is required (see --help)\n");
         return 2;
     }
-    unsigned m = o->n_range_ids ? o->n_range_ids : o->ranges_count ? o->ranges_count : 1;
-    if (o->connections == 0)
-        o->connections = m < 4 ? m : 4;
-    if (o->connections > m) {
+    if (o->topic != NULL && !vt_topic_valid(o->topic, strlen(o->topic))) {
         fprintf(stderr,
-                "vtop-bench produce: --connections %u > %u range(s): every connection needs "
-                "a range of its own (one idempotent sequence per range); add ranges with "
-                "--ranges or lower --connections\n",
-                o->connections, m);
+                "vtop-bench produce: --topic '%.64s' must be 1..249 bytes of "
+                "[A-Za-z0-9._-]\n",
+                o->topic);
+        return 2;
+    }
+    if (o->topic != NULL && o->n_range_ids > 0) {
+        fprintf(stderr, "vtop-bench produce: --topic names ranges by index (--ranges M: the "
+                        "first M); --range-ids does not go with it\n");
         return 2;
     }
     uint64_t frame = VT_FRAME_HEADER_BYTES + 300 + VT_BATCH_OVERHEAD_BYTES +
@@ -246,16 +296,7 @@ check_opts(struct vt_bp_opts *o)
                 VT_FRAME_ABSOLUTE_MAX_BYTES);
         return 2;
     }
-    if (o->client_cores > o->connections)
-        o->client_cores = o->connections;
-    if (o->rate > 0 && o->rate < (double)o->batch_records * o->connections / 3600.0) {
-        fprintf(stderr,
-                "vtop-bench produce: --rate %g is below one batch per hour per "
-                "connection\n",
-                o->rate);
-        return 2;
-    }
-    return 0;
+    return 0; /* the connections: check_conns, once the ranges are known */
 }
 
 /* 0, 1 (--help shown) or 2 (usage error, message printed). */
@@ -296,9 +337,120 @@ parse_args(int argc, char **argv, struct vt_bp_opts *o)
 
 /* ---- the target -------------------------------------------------------- */
 
-/* Loads the client config into `t`. 0, or 1 with the message printed. */
+/* Adds the leader of `l` to the destinations (once per address); its index
+ * in *dest. 0, or 1 with the message printed. */
 static int
-load_target(const struct vt_bp_opts *o, struct vt_bp_target *t)
+add_dest(const struct vt_bp_opts *o, struct vt_bp_located *loc, const struct vt_range_location *l,
+         unsigned *dest)
+{
+    struct vt_cfg_hostport hp;
+    const char *why = "";
+    uint8_t addr[16];
+    if (!l->has_leader || l->leader_addr[0] == '\0') {
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: range index %u has no leader %s (retry "
+                "once its lease is held)\n",
+                o->topic, l->index, l->has_leader ? "address" : "yet");
+        return 1;
+    }
+    if (vt_cfg_parse_hostport(l->leader_addr, strlen(l->leader_addr), &hp, &why) != 0 ||
+        (inet_pton(AF_INET, hp.host, addr) != 1 && inet_pton(AF_INET6, hp.host, addr) != 1)) {
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: range index %u's leader address "
+                "'%s' is not a numeric host:port (%s)\n",
+                o->topic, l->index, l->leader_addr, why[0] ? why : "no DNS on a reactor");
+        return 1;
+    }
+    char cn[37];
+    vt_uuid_format(l->leader, cn);
+    for (unsigned g = 0; g < loc->n_dests; g++) {
+        const struct vt_bp_dest *d = &loc->dests[g];
+        if (d->port == hp.port && strcmp(d->host, hp.host) == 0 &&
+            strcmp(d->server_name, cn) == 0) {
+            *dest = g;
+            return 0;
+        }
+    }
+    struct vt_bp_dest *d = &loc->dests[loc->n_dests];
+    snprintf(d->host, sizeof(d->host), "%s", hp.host);
+    d->port = hp.port;
+    snprintf(d->server_name, sizeof(d->server_name), "%s", cn);
+    *dest = loc->n_dests++;
+    return 0;
+}
+
+/* Keeps the ranges with index first..first+want-1 of the Locate answer `m`
+ * and groups them by leader. 0, or 1 with the message printed. */
+static int
+pick_located(const struct vt_bp_opts *o, const struct vt_locate_resp *m, uint32_t first,
+             uint32_t want, struct vt_bp_located *loc)
+{
+    loc->topic_epoch = m->topic_epoch;
+    loc->topic_ranges = m->ranges[0].count;
+    if (first + want > loc->topic_ranges || want > VT_BP_MAX_RANGES) {
+        fprintf(stderr,
+                "vtop-bench produce: --topic %s: ranges %u..%u asked for, but the topic "
+                "has %u range(s) (index 0..%u)%s\n",
+                o->topic, first, first + want - 1, loc->topic_ranges, loc->topic_ranges - 1,
+                want > VT_BP_MAX_RANGES ? " and at most 256 are used" : "");
+        return 1;
+    }
+    for (uint32_t k = 0; k < want; k++) {
+        const struct vt_range_location *l = NULL;
+        for (uint32_t i = 0; i < m->n_ranges && l == NULL; i++)
+            if (m->ranges[i].index == first + k)
+                l = &m->ranges[i];
+        if (l == NULL) {
+            fprintf(stderr,
+                    "vtop-bench produce: --topic %s: node %s's Locate answer lists no "
+                    "range index %u\n",
+                    o->topic, loc->node_id, first + k);
+            return 1;
+        }
+        loc->ranges[k] = *l;
+        if (add_dest(o, loc, l, &loc->dest[k]) != 0)
+            return 1;
+    }
+    loc->n = want;
+    return 0;
+}
+
+/* --topic: Locates the topic through the config's node (the blocking client,
+ * on the main thread before the runtime starts). `only` >= 0: just that
+ * index (a config naming its range by index). 0, or 1 with the message
+ * printed. */
+static int
+locate_topic(const struct vt_bp_opts *o, const struct vt_client_config *cfg, int64_t only,
+             struct vt_bp_located *loc)
+{
+    struct vt_client *c = NULL;
+    char err[600];
+    if (vt_client_connect(cfg, VT_ROLE_PRODUCER, &c, err, sizeof(err)) != 0) {
+        fprintf(stderr, "vtop-bench produce: --topic %s: %s\n", o->topic, err);
+        return 1;
+    }
+    snprintf(loc->node_id, sizeof(loc->node_id), "%s", vt_client_session(c)->node_id);
+    struct vt_locate_resp m = {
+        .ranges = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(struct vt_range_location))};
+    int rc = 1;
+    if (m.ranges == NULL)
+        fprintf(stderr, "vtop-bench produce: out of memory\n");
+    else if (vt_client_locate(c, o->topic, &m) != 0)
+        fprintf(stderr, "vtop-bench produce: --topic %s: Locate through node %s: %s\n", o->topic,
+                loc->node_id, vt_client_last_error(c));
+    else if (only >= 0)
+        rc = pick_located(o, &m, (uint32_t)only, o->ranges_count ? o->ranges_count : 1, loc);
+    else
+        rc = pick_located(o, &m, 0, o->ranges_count ? o->ranges_count : m.ranges[0].count, loc);
+    free(m.ranges);
+    vt_client_close(c);
+    return rc;
+}
+
+/* Loads the client config into `t` (and, in Locate mode, asks the node).
+ * 0, or 1 with the message printed. */
+static int
+load_target(struct vt_bp_opts *o, struct vt_bp_target *t)
 {
     struct vt_client_config cfg;
     struct vt_cfg_error cerr;
@@ -327,12 +479,31 @@ load_target(const struct vt_bp_opts *o, struct vt_bp_target *t)
     snprintf(t->principal, sizeof(t->principal), "%s", cfg.principal_text);
     memcpy(t->producer_id, cfg.principal, 16);
     t->range = cfg.range_ident;
+    t->has_range = cfg.range_form == VT_CLIENT_RANGE_BY_ID;
     if (o->producer_epoch_set)
         t->producer_epoch = o->producer_epoch;
     else if (o->producer_epoch_from_config)
         t->producer_epoch = cfg.producer_epoch;
     else
         t->producer_epoch = (uint64_t)vt_clock_wall_ms();
+    /* a config naming its range by topic and index: Locate mode on that
+     * range (with --ranges M: M ranges from it) */
+    int64_t only = -1;
+    if (rc == 0 && o->topic == NULL && o->n_range_ids == 0 &&
+        cfg.range_form == VT_CLIENT_RANGE_BY_INDEX) {
+        o->topic = t->range.topic;
+        only = cfg.range.index;
+    }
+    if (rc == 0 && o->topic == NULL && !t->has_range && o->n_range_ids == 0 &&
+        o->ranges_count == 0) {
+        fprintf(stderr,
+                "vtop-bench produce: %s names no range: add `range:` or pass --topic "
+                "NAME, --ranges M or --range-ids\n",
+                o->config_path);
+        rc = 1;
+    }
+    if (rc == 0 && o->topic != NULL)
+        rc = locate_topic(o, &cfg, only, &t->located);
     vt_client_config_free(&cfg);
     return rc;
 }
@@ -347,6 +518,16 @@ vt_bench_produce_main(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     if (load_target(&opts, &target) != 0)
         return 1;
+    if (opts.topic != NULL)
+        rc = check_conns(&opts, target.located.n, target.located.n_dests);
+    else
+        rc = check_conns(&opts,
+                         opts.n_range_ids    ? opts.n_range_ids
+                         : opts.ranges_count ? opts.ranges_count
+                                             : 1,
+                         1);
+    if (rc != 0)
+        return 2;
     if (vt_diag_start() != 0)
         fprintf(stderr, "vtop-bench: diagnostics writer did not start; logging inline\n");
     struct vt_bp_run *run = calloc(1, sizeof(*run));

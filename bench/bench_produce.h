@@ -38,9 +38,11 @@
 /* Pause before a range resends after a retryable error. */
 #define VT_BP_RETRY_BACKOFF_MS 1u
 
-/* immutable after option parsing */
+/* immutable after option parsing (--topic: `connections` and `client_cores`
+ * are settled once Locate answered, before the run starts) */
 struct vt_bp_opts {
     const char *config_path;
+    const char *topic;                       /* --topic NAME: Locate mode; NULL: NodeStatus */
     unsigned connections;                    /* N; 0 = min(4, ranges) */
     unsigned ranges_count;                   /* --ranges M (count form); 0 = not given */
     uint8_t range_ids[VT_BP_MAX_RANGES][16]; /* --ranges/--range-ids list form */
@@ -61,6 +63,27 @@ struct vt_bp_opts {
     bool json_only;
 };
 
+/* Where producer connections go: a node's native address and the CN its
+ * certificate must carry. immutable after boot */
+struct vt_bp_dest {
+    char host[256]; /* numeric: no DNS on a reactor */
+    uint16_t port;
+    char server_name[VT_TLS_CN_MAX + 1];
+};
+
+/* --topic: the first M ranges of the topic by index, as Locate through the
+ * config's node answered, grouped by leader. immutable after boot */
+struct vt_bp_located {
+    char node_id[VT_PROTO_PRINCIPAL_MAX + 1]; /* the node that answered */
+    uint64_t topic_epoch;
+    uint32_t topic_ranges;                             /* how many ranges the topic has */
+    uint32_t n;                                        /* used: indexes 0..n-1 */
+    struct vt_range_location ranges[VT_BP_MAX_RANGES]; /* by index */
+    unsigned dest[VT_BP_MAX_RANGES];                   /* ranges[i]'s leader in dests */
+    struct vt_bp_dest dests[VT_BP_MAX_RANGES];
+    unsigned n_dests;
+};
+
 /* What the client config says about the target (copied out of the loaded
  * config so the rest of the benchmark does not depend on its layout).
  * immutable after boot */
@@ -73,7 +96,9 @@ struct vt_bp_target {
     char principal[VT_PROTO_PRINCIPAL_MAX + 1];
     uint8_t producer_id[16]; /* the principal as a UUID */
     uint64_t producer_epoch; /* from the config; --producer-epoch overrides */
-    struct vt_range_ident range;
+    struct vt_range_ident range; /* NodeStatus mode: the config's range, by id */
+    bool has_range;
+    struct vt_bp_located located; /* --topic only */
 };
 
 /* One range being produced to. The identity and the prefix are immutable
@@ -83,6 +108,8 @@ struct vt_bp_range {
     char id_text[37];
     uint64_t fencing_epoch;
     uint64_t status_next_offset; /* NodeStatus next_offset before the run */
+    bool status_known;           /* false (--topic): the first ack sets the start */
+    unsigned dest;               /* --topic: its leader in target->located.dests */
     unsigned conn;               /* the only connection that writes to it */
     /* The Produce payload up to the batch length: range, fencing epoch,
      * durability. Built once by main. */
@@ -159,6 +186,11 @@ struct vt_bp_run {
     struct vt_runtime *rt;
     unsigned n_cores, n_conns, n_ranges;
     struct vt_bp_range *ranges;    /* n_ranges; see struct vt_bp_range */
+    /* Where the producer connections go (set with the ranges, immutable
+     * afterwards): the config's node (node_dest) or the topic's leaders. */
+    const struct vt_bp_dest *dests;
+    unsigned n_dests;
+    struct vt_bp_dest node_dest;
     struct vt_bp_conn **conns;     /* n_conns; owner: conns[i]'s core */
     struct vt_bp_core *cores;      /* n_cores */
     uint32_t frame_bytes;          /* the largest Produce frame (topics differ in length) */
@@ -222,9 +254,12 @@ size_t vt_bp_hello_build(const struct vt_bp_run *run, uint32_t max_frame, uint8_
 
 /* Allocates run->setup_conn (main, before the setup message). 0/-ENOMEM. */
 int vt_bp_setup_conn_new(struct vt_bp_run *run);
-/* Allocates the producer connections and gives range j to connection
- * j mod N (main, after the ranges are resolved, before the connect
- * message). 0/-ENOMEM. */
+/* Allocates the producer connections and gives each range one connection
+ * to its destination (main, after the ranges are resolved, before the
+ * connect message): every destination (leader) gets one connection, the
+ * rest go to those with the most ranges per connection, and a
+ * destination's ranges take turns over its connections; with one
+ * destination (NodeStatus mode) range j is connection j mod N. 0/-ENOMEM. */
 int vt_bp_conns_new(struct vt_bp_run *run);
 /* Open loop, after the runtime is joined: batches scheduled inside the
  * window that were never sent (the client fell that far behind). */

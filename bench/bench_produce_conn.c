@@ -49,6 +49,7 @@ struct vt_bp_conn {
     unsigned idx, core;
     char name[32]; /* "connection 3" / "setup connection", for messages */
     bool setup;    /* the NodeStatus connection, not a producer stream */
+    unsigned dest; /* producer: where it goes, in run->dests */
     struct vt_conn *conn;
     enum conn_state state;
     uint32_t parse_max;    /* frame limit for parsing answers */
@@ -132,6 +133,9 @@ conn_on_server_hello(struct vt_bp_conn *c, const struct vt_frame *f)
     if (c->setup) {
         run->setup.hello = sh;
         run->negotiated_inflight = sh.max_inflight;
+    } else if (run->opts->topic != NULL && c->idx == 0) {
+        run->negotiated_inflight =
+            sh.max_inflight; /* no setup connection; main reads it after the join */
     }
     return 0;
 }
@@ -313,7 +317,7 @@ conn_on_ack(struct vt_bp_conn *c, const struct slot *s, const struct vt_frame *f
     }
     if (r->first_offset == UINT64_MAX) {
         r->first_offset = a.base_offset;
-        r->next_offset = r->status_next_offset;
+        r->next_offset = r->status_known ? r->status_next_offset : a.base_offset;
     }
     if (a.base_offset != r->next_offset) {
         vt_bp_fail(run,
@@ -654,12 +658,11 @@ conn_start(struct vt_core *core, struct vt_bp_conn *c)
     if (c->setup)
         pol.in_buf_bytes = SETUP_IN_BUF_BYTES;
     char err[256];
-    c->conn = vt_conn_connect(core, run->tls, run->target->host, run->target->port,
-                              run->target->server_name, &pol, c->setup ? &setup_cbs : &conn_cbs, c,
-                              err, sizeof(err));
+    const struct vt_bp_dest *d = c->setup ? &run->node_dest : &run->dests[c->dest];
+    c->conn = vt_conn_connect(core, run->tls, d->host, d->port, d->server_name, &pol,
+                              c->setup ? &setup_cbs : &conn_cbs, c, err, sizeof(err));
     if (c->conn == NULL) {
-        vt_bp_fail(c->run, "%s: connect to %s:%u: %s", c->name, run->target->host,
-                   run->target->port, err);
+        vt_bp_fail(c->run, "%s: connect to %s:%u: %s", c->name, d->host, d->port, err);
         return -EIO;
     }
     c->state = CS_HELLO;
@@ -831,11 +834,38 @@ vt_bp_conns_new(struct vt_bp_run *run)
         if (run->conns[i] == NULL)
             return -ENOMEM;
     }
-    /* Range j belongs to connection j mod N: one writer per range, so each
-     * range is one idempotent sequence stream answered in order. */
+    /* One writer per range, so each range is one idempotent sequence stream
+     * answered in order; a connection writes only ranges of its destination. */
+    unsigned n_ranges_of[VT_BP_MAX_RANGES] = {0}, conns_of[VT_BP_MAX_RANGES] = {0};
+    unsigned first_conn[VT_BP_MAX_RANGES], turn[VT_BP_MAX_RANGES] = {0};
+    VT_ASSERT(run->n_dests >= 1 && run->n_dests <= run->n_conns && run->n_conns <= run->n_ranges);
+    for (unsigned j = 0; j < run->n_ranges; j++)
+        n_ranges_of[run->ranges[j].dest]++;
+    for (unsigned g = 0; g < run->n_dests; g++) {
+        VT_ASSERT(n_ranges_of[g] >= 1);
+        conns_of[g] = 1;
+    }
+    for (unsigned left = run->n_conns - run->n_dests; left > 0; left--) {
+        unsigned best = UINT32_MAX;
+        for (unsigned g = 0; g < run->n_dests; g++)
+            if (conns_of[g] < n_ranges_of[g] &&
+                (best == UINT32_MAX ||
+                 n_ranges_of[g] * conns_of[best] > n_ranges_of[best] * conns_of[g]))
+                best = g;
+        VT_ASSERT(best != UINT32_MAX); /* n_conns <= n_ranges */
+        conns_of[best]++;
+    }
+    for (unsigned g = 0, next = 0; g < run->n_dests; g++) {
+        first_conn[g] = next;
+        for (unsigned k = 0; k < conns_of[g]; k++)
+            run->conns[next + k]->dest = g;
+        next += conns_of[g];
+    }
     for (unsigned j = 0; j < run->n_ranges; j++) {
-        struct vt_bp_conn *c = run->conns[j % run->n_conns];
-        run->ranges[j].conn = j % run->n_conns;
+        unsigned g = run->ranges[j].dest;
+        unsigned i = first_conn[g] + turn[g]++ % conns_of[g];
+        struct vt_bp_conn *c = run->conns[i];
+        run->ranges[j].conn = i;
         c->ranges[c->n_ranges++] = j;
     }
     return 0;

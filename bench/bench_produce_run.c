@@ -1,5 +1,6 @@
 /* `vtop-bench produce`: the phases of a run on the main thread: start the
- * client runtime, ask the node which ranges it hosts (NodeStatus), connect
+ * client runtime, ask the node which ranges it hosts (NodeStatus; with
+ * --topic the ranges and their leaders came from Locate before), connect
  * and say hello, produce through warm-up and the window while printing a
  * progress line every second, drain, then sum what the cores measured.
  * Owns the allocations of struct vt_bp_run. */
@@ -107,9 +108,37 @@ resolve_ranges(struct vt_bp_run *run)
         /* the epoch the leader writes at now, as its status says (clients
          * never configure epochs) */
         r->fencing_epoch = pick[i]->fencing_epoch;
+        r->status_known = true;
+        r->dest = 0;
     }
     run->n_ranges = n;
+    run->dests = &run->node_dest;
+    run->n_dests = 1;
     return 0;
+}
+
+/* --topic: the ranges, their leaders and epochs as Locate answered
+ * (bench_produce.c checked them and settled the connection count). */
+static void
+resolve_topic(struct vt_bp_run *run)
+{
+    const struct vt_bp_located *l = &run->target->located;
+    for (uint32_t i = 0; i < l->n; i++) {
+        struct vt_bp_range *r = &run->ranges[i];
+        memset(&r->ident, 0, sizeof(r->ident));
+        snprintf(r->ident.topic, sizeof(r->ident.topic), "%s", run->opts->topic);
+        r->ident.topic_epoch = l->topic_epoch;
+        memcpy(r->ident.range_id, l->ranges[i].range_id, 16);
+        r->ident.range_generation = l->ranges[i].range_generation;
+        vt_uuid_format(r->ident.range_id, r->id_text);
+        r->first_offset = UINT64_MAX;
+        r->fencing_epoch = l->ranges[i].fencing_epoch;
+        r->status_known = false;
+        r->dest = l->dest[i];
+    }
+    run->n_ranges = l->n;
+    run->dests = l->dests;
+    run->n_dests = l->n_dests;
 }
 
 /* ---- phases ------------------------------------------------------------ */
@@ -405,6 +434,10 @@ phase_setup(struct vt_bp_run *run)
         vt_bp_fail(run, "client runtime: %s", err);
         return 1;
     }
+    if (run->opts->topic != NULL) {
+        resolve_topic(run);
+        return 0;
+    }
     if (post(run, vt_bp_msg_setup, false) != 0)
         return 1;
     if (!wait_for(run, cond_setup, PHASE_TIMEOUT_S, false)) {
@@ -479,6 +512,10 @@ run_alloc(struct vt_bp_run *run)
     const struct vt_bp_opts *o = run->opts;
     run->n_cores = o->client_cores;
     run->n_conns = o->connections;
+    const struct vt_bp_target *t = run->target;
+    snprintf(run->node_dest.host, sizeof(run->node_dest.host), "%s", t->host);
+    run->node_dest.port = t->port;
+    snprintf(run->node_dest.server_name, sizeof(run->node_dest.server_name), "%s", t->server_name);
     run->ranges = calloc(VT_BP_MAX_RANGES, sizeof(*run->ranges));
     run->cores = calloc(run->n_cores, sizeof(*run->cores));
     run->setup.ranges = calloc(VT_PROTO_STATUS_MAX_RANGES, sizeof(*run->setup.ranges));
@@ -613,12 +650,24 @@ vt_bp_run_all(struct vt_bp_run *run, struct vt_bp_result *res)
     else if (run_alloc(run) != 0)
         vt_bp_fail(run, "out of memory");
     else if (phase_setup(run) == 0) {
-        vt_bp_say(o,
-                  "node %s at %s:%u: %u range(s) hosted; using %u, %u connection(s) on %u client "
-                  "core(s), producer epoch %llu, %s loop",
-                  run->setup.node_id, run->target->host, run->target->port, run->setup.n_ranges,
-                  run->n_ranges, run->n_conns, run->n_cores,
-                  (unsigned long long)run->target->producer_epoch, o->rate > 0 ? "open" : "closed");
+        if (o->topic != NULL)
+            vt_bp_say(o,
+                      "topic %s (epoch %llu), located through node %s at %s:%u: %u range(s); "
+                      "using %u, led by %u node(s), %u connection(s) on %u client core(s), "
+                      "producer epoch %llu, %s loop",
+                      o->topic, (unsigned long long)run->target->located.topic_epoch,
+                      run->target->located.node_id, run->target->host, run->target->port,
+                      run->target->located.topic_ranges, run->n_ranges, run->n_dests, run->n_conns,
+                      run->n_cores, (unsigned long long)run->target->producer_epoch,
+                      o->rate > 0 ? "open" : "closed");
+        else
+            vt_bp_say(o,
+                      "node %s at %s:%u: %u range(s) hosted; using %u, %u connection(s) on %u "
+                      "client core(s), producer epoch %llu, %s loop",
+                      run->setup.node_id, run->target->host, run->target->port, run->setup.n_ranges,
+                      run->n_ranges, run->n_conns, run->n_cores,
+                      (unsigned long long)run->target->producer_epoch,
+                      o->rate > 0 ? "open" : "closed");
         if (phase_connect(run) == 0)
             (void)phase_run(run, &m0, &m1);
     }

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # CTest bench_produce_smoke: starts a real vtop-node on 127.0.0.1 (native and
 # observability ports 0, two ranges), runs `vtop-bench produce --seconds 1`
-# against it and checks only that the exit status is 0 and the JSON summary
-# reports acknowledged records. No timing is checked. The node is stopped by
-# its PID. Exit 0 pass, 1 fail, 77 skip.
+# against it (NodeStatus mode, then --topic: Locate mode) and checks only
+# that the exit status is 0 and the JSON summary reports acknowledged
+# records; in Locate mode also that range index 0 is the topic's first range
+# in the node config (not the smallest id), and that too few connections for
+# the leaders or too many ranges are refused. No timing is checked. The node
+# is stopped by its PID. Exit 0 pass, 1 fail, 77 skip.
 #
 # Usage: bench_produce_smoke.sh VTOP_NODE VTOP_BENCH CERTS_DIR
 set -uo pipefail
@@ -51,9 +54,9 @@ authorization:
   producers: [$client_cn]
   consumers: [$client_cn]
   admins: [$client_cn]
-ranges:
-  - {topic: orders, topic_epoch: 1, range_id: $range_a, range_generation: 0, fencing_epoch: 1}
+ranges: # range_b first: it is index 0 of the topic (Locate), though its id is larger
   - {topic: orders, topic_epoch: 1, range_id: $range_b, range_generation: 0, fencing_epoch: 1}
+  - {topic: orders, topic_epoch: 1, range_id: $range_a, range_generation: 0, fencing_epoch: 1}
 YAML
 
 "$node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.err" &
@@ -88,6 +91,25 @@ grep -q '"bench": "produce"' "$work/bench.out" || fail "no JSON summary"
 grep -q '"ok": true' "$work/bench.out" || fail "JSON does not say ok"
 acked=$(sed -n 's/^ *"records_acked": \([0-9]*\),\{0,1\}$/\1/p' "$work/bench.out" | head -n 1)
 [ "${acked:-0}" -gt 0 ] 2>/dev/null || fail "no acknowledged records (records_acked=${acked:-none})"
+
+# Locate mode: the topic's first range by index, written at its leader (this node).
+"$bench" produce --config "$work/client.yaml" --topic orders --ranges 1 --seconds 0.5 \
+    --warmup 0.1 --batch-records 16 --inflight 8 --json >"$work/bench.out" 2>"$work/bench.err"
+rc=$?
+cat "$work/bench.out"
+[ "$rc" -eq 0 ] || fail "vtop-bench produce --topic exited $rc"
+grep -q '"ok": true' "$work/bench.out" || fail "--topic: JSON does not say ok"
+grep -q "\"range_id\": \"$range_b\"" "$work/bench.out" ||
+    fail "--topic orders --ranges 1 did not write range index 0 (the first configured, $range_b)"
+grep -q "\"range_id\": \"$range_a\"" "$work/bench.out" && fail "--ranges 1 wrote two ranges"
+"$bench" produce --config "$work/client.yaml" --topic orders --ranges 3 --seconds 0.5 \
+    >"$work/bench.out" 2>"$work/bench.err" && fail "--topic orders --ranges 3 was accepted"
+grep -q "the topic has 2 range(s) (index 0..1)" "$work/bench.err" ||
+    fail "--ranges 3 refusal: $(cat "$work/bench.err")"
+"$bench" produce --config "$work/client.yaml" --topic nosuch --seconds 0.5 \
+    >"$work/bench.out" 2>"$work/bench.err" && fail "--topic nosuch was accepted"
+grep -q "topic nosuch has no range on this node" "$work/bench.err" ||
+    fail "--topic nosuch refusal: $(cat "$work/bench.err")"
 
 kill -TERM "$pid"
 for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -60,3 +60,48 @@ ctl_client_config_load(const char *path, struct vt_client_config *cfg)
     }
     return 0;
 }
+
+int
+ctl_range_opt_parse(int c, const char *usage, struct ctl_range_opt *ro)
+{
+    switch (c) {
+    case 'T':
+        ro->topic = optarg;
+        return 0;
+    case 'I':
+        ro->have_index = true;
+        return ctl_opt_u64(usage, "--range-index", optarg, 0, VT_CLIENT_MAX_RANGE_INDEX,
+                           &ro->index);
+    default:
+        return -1;
+    }
+}
+
+int
+ctl_range_opt_check(const char *usage, const struct ctl_range_opt *ro)
+{
+    if (ro->have_index && ro->topic == NULL)
+        return ctl_usage_error(usage, "--range-index needs --topic NAME");
+    return 0;
+}
+
+int
+ctl_client_config_load_range(const char *path, const struct ctl_range_opt *ro, const char *usage,
+                             struct vt_client_config *cfg)
+{
+    int rc = ctl_client_config_load(path, cfg);
+    if (rc != 0)
+        return rc;
+    char err[200];
+    if (ro->topic != NULL &&
+        vt_client_config_range_by_index(cfg, ro->topic, (uint32_t)ro->index, err, sizeof(err)) != 0)
+        rc = ctl_usage_error(usage, "--topic: %s", err);
+    else if (cfg->range_form == VT_CLIENT_RANGE_NONE)
+        rc = ctl_usage_error(usage,
+                             "%s names no range: add `range: {topic: NAME, index: N}` "
+                             "or pass --topic NAME [--range-index N]",
+                             path);
+    if (rc != 0)
+        vt_client_config_free(cfg);
+    return rc;
+}

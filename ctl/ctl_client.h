@@ -36,4 +36,27 @@ int ctl_opt_u64(const char *usage, const char *flag, const char *text, uint64_t 
  * returns CTL_EXIT_USAGE (a bad config is a usage error), else 0. */
 int ctl_client_config_load(const char *path, struct vt_client_config *cfg);
 
+/* `--topic NAME [--range-index N]` of the commands that work on one range:
+ * it replaces the config's `range:` (which may then be absent). */
+struct ctl_range_opt {
+    const char *topic; /* NULL: the config's range */
+    uint64_t index;
+    bool have_index;
+};
+#define CTL_RANGE_OPTIONS                                                                  \
+    {"topic", required_argument, NULL, 'T'}, {"range-index", required_argument, NULL, 'I'}
+#define CTL_RANGE_USAGE                                                                    \
+    "  --topic NAME           work on a range of topic NAME instead of the config's\n"     \
+    "                         range: (found with Locate on the connected node)\n"          \
+    "  --range-index N        with --topic: the range's index in the topic (default 0)\n"
+/* Takes getopt's 'T' / 'I': 0, CTL_EXIT_USAGE (message printed), or -1 for
+ * any other option. */
+int ctl_range_opt_parse(int c, const char *usage, struct ctl_range_opt *ro);
+/* After the options: --range-index needs --topic. 0 or CTL_EXIT_USAGE. */
+int ctl_range_opt_check(const char *usage, const struct ctl_range_opt *ro);
+/* ctl_client_config_load, then the --topic override; a config that names no
+ * range either way is a usage error. 0 or CTL_EXIT_USAGE (printed). */
+int ctl_client_config_load_range(const char *path, const struct ctl_range_opt *ro,
+                                 const char *usage, struct vt_client_config *cfg);
+
 #endif

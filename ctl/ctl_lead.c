@@ -15,9 +15,11 @@
 #define LEAD_HELP (-1)
 
 static const char step_down_usage[] =
-    "usage: vtopctl range step-down --config CLIENT.yaml [--timeout-seconds T] [--json]\n"
+    "usage: vtopctl range step-down --config CLIENT.yaml [--timeout-seconds T]\n"
+    "                               [--topic NAME [--range-index I]] [--json]\n"
     "\n"
-    "Asks the node in CLIENT.yaml's addr to step down from the config's range:\n"
+    "Asks the node in CLIENT.yaml's addr to step down from the config's range\n"
+    "(or --topic's, found with Locate on that node):\n"
     "it stops accepting produce, lets in-flight acknowledgements settle,\n"
     "and releases the lease in metadata (another replica then takes over at a\n"
     "higher epoch; this node does not campaign for it for one lease TTL).\n"
@@ -25,6 +27,7 @@ static const char step_down_usage[] =
     "\n"
     "  --config PATH          client config (YAML); connects with the admin role\n"
     "  --timeout-seconds T    connect and answer timeout (default 30)\n"
+    CTL_RANGE_USAGE
     "  --json                 print one JSON object\n"
     "\n"
     "Exit: 0 released, 1 unreachable or refused (not the leader, unknown range),\n"
@@ -47,18 +50,29 @@ struct lead_opts {
     const char *config;
     bool json;
     uint64_t timeout_s;
+    struct ctl_range_opt range; /* step-down: --topic / --range-index */
 };
 
 static int
 parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
 {
-    static const struct option longopts[] = {
+    static const struct option step_down_opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"timeout-seconds", required_argument, NULL, 't'},
+        CTL_RANGE_OPTIONS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const struct option drain_opts[] = {
         {"config", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"timeout-seconds", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    /* a drain names no range */
+    const struct option *longopts = usage == step_down_usage ? step_down_opts : drain_opts;
     *o = (struct lead_opts){.timeout_s = 30};
     ctl_opt_reset();
     int c, rc = 0;
@@ -70,7 +84,10 @@ parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
         case 't':
             rc = ctl_opt_u64(usage, "--timeout-seconds", optarg, 1, 3600, &o->timeout_s);
             break;
-        default: return ctl_opt_error(c, argv, usage);
+        default:
+            rc = ctl_range_opt_parse(c, usage, &o->range);
+            if (rc < 0)
+                return ctl_opt_error(c, argv, usage);
         }
     }
     if (rc != 0)
@@ -79,7 +96,7 @@ parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
         return CTL_EXIT_USAGE;
     if (o->config == NULL)
         return ctl_usage_error(usage, "--config is required");
-    return 0;
+    return ctl_range_opt_check(usage, &o->range);
 }
 
 static int
@@ -94,7 +111,10 @@ lead_main(int argc, char **argv, uint8_t op)
     if (rc != 0)
         return rc;
     struct vt_client_config cfg;
-    rc = ctl_client_config_load(o.config, &cfg);
+    if (op == VT_LEAD_STEP_DOWN)
+        rc = ctl_client_config_load_range(o.config, &o.range, usage, &cfg);
+    else
+        rc = ctl_client_config_load(o.config, &cfg);
     if (rc != 0)
         return rc;
     cfg.connect_timeout_ms = o.timeout_s * 1000;
@@ -103,11 +123,12 @@ lead_main(int argc, char **argv, uint8_t op)
     char err[600];
     rc = CTL_EXIT_FAIL;
     struct vt_leadership_req req = {.op = op};
-    if (op == VT_LEAD_STEP_DOWN)
-        req.range = cfg.range_ident;
     struct vt_leadership_resp resp;
+    struct vt_range_location loc;
     if (vt_client_connect(&cfg, VT_ROLE_ADMIN, &c, err, sizeof(err)) != 0) {
         ctl_errorf("%s: %s", what, err);
+    } else if (op == VT_LEAD_STEP_DOWN && vt_client_range_resolve(c, &cfg, &req.range, &loc) != 0) {
+        ctl_errorf("%s: %s", what, vt_client_last_error(c));
     } else if (vt_client_leadership(c, &req, &resp) != 0) {
         ctl_errorf("%s: %s", what, vt_client_last_error(c));
     } else {
@@ -116,8 +137,7 @@ lead_main(int argc, char **argv, uint8_t op)
             printf("{\"released\":%" PRIu32 ",\"epoch\":%" PRIu64 "}\n", resp.released,
                    resp.epoch);
         else if (op == VT_LEAD_STEP_DOWN)
-            printf("released range %s at epoch %" PRIu64 "\n", cfg.range_ident.topic,
-                   resp.epoch);
+            printf("released range %s at epoch %" PRIu64 "\n", req.range.topic, resp.epoch);
         else
             printf("drained: %" PRIu32 " lease(s) released\n", resp.released);
     }

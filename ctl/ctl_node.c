@@ -20,15 +20,19 @@ static const char node_usage[] = "usage: vtopctl node <command> [<args>]\n";
 static const char status_usage[] =
     "usage: vtopctl node status --config CLIENT.yaml [--json] [--timeout-seconds T]\n"
     "                           [--role admin|producer|consumer]\n"
+    "                           [--topic NAME [--range-index N]]\n"
     "\n"
     "Connects to the node in CLIENT.yaml and prints, for every range it hosts:\n"
     "topic, topic epoch, range id, generation, fencing epoch, first retained\n"
     "offset (start), next offset, committed offset, HWM and state.\n"
+    "The config's `range:` does not filter; --topic does.\n"
     "\n"
     "  --config PATH          client config (YAML)\n"
     "  --json                 print one JSON object\n"
     "  --timeout-seconds T    connect and answer timeout (default 5)\n"
     "  --role R               role to authenticate as (default admin)\n"
+    "  --topic NAME           only the ranges of topic NAME\n"
+    "  --range-index N        with --topic: only its range N (found with Locate)\n"
     "\n"
     "Exit: 0 ok, 1 unreachable or refused, 2 usage or bad config.\n";
 
@@ -37,6 +41,7 @@ struct status_opts {
     bool json;
     uint64_t timeout_s;
     uint8_t role;
+    struct ctl_range_opt range; /* --topic / --range-index: a filter */
 };
 
 static int
@@ -62,6 +67,7 @@ parse_opts(int argc, char **argv, struct status_opts *o)
         {"json", no_argument, NULL, 'j'},
         {"timeout-seconds", required_argument, NULL, 't'},
         {"role", required_argument, NULL, 'r'},
+        CTL_RANGE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -77,7 +83,10 @@ parse_opts(int argc, char **argv, struct status_opts *o)
             rc = ctl_opt_u64(status_usage, "--timeout-seconds", optarg, 1, 3600, &o->timeout_s);
             break;
         case 'r': rc = parse_role(optarg, &o->role); break;
-        default: return ctl_opt_error(c, argv, status_usage);
+        default:
+            rc = ctl_range_opt_parse(c, status_usage, &o->range);
+            if (rc < 0)
+                return ctl_opt_error(c, argv, status_usage);
         }
     }
     if (rc != 0)
@@ -86,7 +95,7 @@ parse_opts(int argc, char **argv, struct status_opts *o)
         return CTL_EXIT_USAGE;
     if (o->config == NULL)
         return ctl_usage_error(status_usage, "--config is required");
-    return 0;
+    return ctl_range_opt_check(status_usage, &o->range);
 }
 
 static const char *
@@ -197,6 +206,42 @@ print_status(const struct vt_node_status_resp *st, bool json)
     }
 }
 
+/* --topic [--range-index]: keeps only the topic's ranges, or the one range
+ * the index names (resolved with Locate on `c`). 0 or -1 (printed). */
+static int
+status_filter(const struct status_opts *o, struct vt_client_config *cfg, struct vt_client *c,
+              struct vt_node_status_resp *st)
+{
+    if (o->range.topic == NULL)
+        return 0;
+    struct vt_range_ident want;
+    struct vt_range_location loc;
+    char err[200];
+    if (o->range.have_index) {
+        if (vt_client_config_range_by_index(cfg, o->range.topic, (uint32_t)o->range.index, err,
+                                            sizeof(err)) != 0) {
+            ctl_errorf("node status: --topic: %s", err);
+            return -1;
+        }
+        if (vt_client_range_resolve(c, cfg, &want, &loc) != 0) {
+            ctl_errorf("node status: %s", vt_client_last_error(c));
+            return -1;
+        }
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < st->n_ranges; i++) {
+        const struct vt_range_ident *r = &st->ranges[i].range;
+        if (strcmp(r->topic, o->range.topic) != 0)
+            continue;
+        if (o->range.have_index &&
+            (memcmp(r->range_id, want.range_id, 16) != 0 || r->topic_epoch != want.topic_epoch))
+            continue;
+        st->ranges[n++] = st->ranges[i];
+    }
+    st->n_ranges = n;
+    return 0;
+}
+
 static int
 status_run(const struct status_opts *o, struct vt_client_config *cfg)
 {
@@ -215,7 +260,7 @@ status_run(const struct status_opts *o, struct vt_client_config *cfg)
         ctl_errorf("node status: out of memory");
     else if (vt_client_node_status(c, &st) != 0)
         ctl_errorf("node status: %s", vt_client_last_error(c));
-    else
+    else if (status_filter(o, cfg, c, &st) == 0)
         rc = CTL_EXIT_OK;
     if (rc == CTL_EXIT_OK)
         print_status(&st, o->json);

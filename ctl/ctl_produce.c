@@ -35,9 +35,10 @@ static const char produce_usage[] =
     "usage: vtopctl produce --config CLIENT.yaml --records N [--batch B] [--value-bytes V]\n"
     "                       [--first-sequence S] [--durability local|quorum]\n"
     "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
-    "                       [--reconnect-seconds S] [--json]\n"
+    "                       [--reconnect-seconds S] [--topic NAME [--range-index I]]\n"
+    "                       [--json]\n"
     "\n"
-    "Produces N records to the range in CLIENT.yaml. Record k (k = S, S+1, ...)\n"
+    "Produces N records to the range in CLIENT.yaml (or --topic's). Record k (k = S, S+1, ...)\n"
     "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
     "byte i = (31k + i) mod 256. Batches of B records carry producer id =\n"
     "principal, the configured producer epoch and base sequence = k of their\n"
@@ -58,6 +59,7 @@ static const char produce_usage[] =
     "                        each of the config's `nodes`), Locate the leader and\n"
     "                        resend from the oldest unacknowledged batch, for up to S\n"
     "                        seconds per loss (default 0: exit 3 at once)\n"
+    CTL_RANGE_USAGE
     "  --json                print the result as one JSON object\n"
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
@@ -76,6 +78,7 @@ struct produce_opts {
     uint64_t inflight;
     uint64_t max_retries;
     uint64_t reconnect_s;
+    struct ctl_range_opt range; /* --topic / --range-index */
     bool json;
 };
 
@@ -92,6 +95,7 @@ struct produce_run {
     struct vt_client_config dial; /* cfg, pointed at the node we talk to now */
     char dial_name[37];           /* its CN when a redirect named the leader */
     struct vt_client *client;
+    struct vt_range_ident range;  /* the range written, resolved with Locate at the start */
     uint64_t epoch;               /* the fencing epoch Locate (or a redirect) gave */
     uint64_t redirects, reconnects;
     char lost_why[600];           /* why the last reconnect failed */
@@ -144,7 +148,7 @@ parse_one(int c, struct produce_opts *o)
     case 'r': return ctl_opt_u64(u, "--max-retries", optarg, 0, 1000000, &o->max_retries);
     case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
     case 'j': o->json = true; return 0;
-    default: return -1;
+    default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
 
@@ -164,6 +168,7 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         {"max-retries", required_argument, NULL, 'r'},
         {"reconnect-seconds", required_argument, NULL, 'R'},
         {"json", no_argument, NULL, 'j'},
+        CTL_RANGE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -190,7 +195,7 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         return ctl_usage_error(produce_usage, "--records is required");
     if (o->first_seq > (uint64_t)INT64_MAX - o->records)
         return ctl_usage_error(produce_usage, "--first-sequence + --records exceeds 2^63 - 1");
-    return 0;
+    return ctl_range_opt_check(produce_usage, &o->range);
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -283,7 +288,7 @@ send_next(struct produce_run *r)
     long len = vt_content_batch_encode(&r->builder, r->batch_buf, r->batch_cap, r->cfg.principal,
                                        r->cfg.producer_epoch, r->next_seq, n);
     VT_ASSERT(len > 0);
-    struct vt_produce_req req = {.range = r->cfg.range_ident,
+    struct vt_produce_req req = {.range = r->range,
                                  .fencing_epoch = r->epoch,
                                  .durability = r->o->durability,
                                  .batch = r->batch_buf,
@@ -365,7 +370,7 @@ static int
 locate(struct produce_run *r)
 {
     struct vt_range_location loc;
-    int rc = vt_client_locate_range(r->client, &r->cfg.range_ident, &loc);
+    int rc = vt_client_locate_range(r->client, &r->range, &loc);
     if (rc != 0)
         return rc;
     r->epoch = loc.fencing_epoch;
@@ -464,7 +469,7 @@ survive_loss(struct produce_run *r)
         char err[600];
         if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) == 0) {
             struct vt_range_location loc;
-            int rc = vt_client_locate_range(r->client, &r->cfg.range_ident, &loc);
+            int rc = vt_client_locate_range(r->client, &r->range, &loc);
             if (rc == 0) {
                 r->epoch = loc.fencing_epoch;
                 r->reconnects++;
@@ -605,7 +610,7 @@ ctl_produce_main(int argc, char **argv)
     if (rc != 0)
         return rc;
     struct produce_run r = {.o = &o};
-    rc = ctl_client_config_load(o.config, &r.cfg);
+    rc = ctl_client_config_load_range(o.config, &o.range, produce_usage, &r.cfg);
     if (rc != 0)
         return rc;
     char err[600];
@@ -616,7 +621,10 @@ ctl_produce_main(int argc, char **argv)
         return CTL_EXIT_FAIL;
     }
     r.dial = r.cfg;
-    rc = locate(&r);
+    struct vt_range_location loc;
+    rc = vt_client_range_resolve(r.client, &r.cfg, &r.range, &loc);
+    if (rc == 0)
+        r.epoch = loc.fencing_epoch;
     if (rc != 0) {
         rc = finish_client_error(&r, rc);
         vt_client_close(r.client);

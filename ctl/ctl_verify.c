@@ -35,9 +35,9 @@
 static const char verify_usage[] =
     "usage: vtopctl verify --config CLIENT.yaml [--expect-at-least N]\n"
     "                      [--verify-content-through O] [--value-bytes V] [--batch B]\n"
-    "                      [--json]\n"
+    "                      [--topic NAME [--range-index I]] [--json]\n"
     "\n"
-    "Fetches the range in CLIENT.yaml from offset 0 to its high-water mark (HWM)\n"
+    "Fetches the range in CLIENT.yaml (or --topic's) from offset 0 to its high-water mark (HWM)\n"
     "and fails on: an HWM that goes back between fetches, a record at or above\n"
     "the HWM, an offset gap, a fetch that makes no progress, a record below O\n"
     "that is not the produce contract's record for its offset, or a final HWM\n"
@@ -49,6 +49,7 @@ static const char verify_usage[] =
     "  --verify-content-through O   check the content of offsets below O (default 0)\n"
     "  --value-bytes V              also require values of exactly V bytes\n"
     "  --batch B                    max records per fetch (default 512)\n"
+    CTL_RANGE_USAGE
     "  --json                       print the result as one JSON object\n"
     "\n"
     "Prints `verify_done records=... hwm=...`. Exit: 0 ok, 1 a check failed or\n"
@@ -60,6 +61,7 @@ struct verify_opts {
     uint64_t content_through;
     long value_bytes; /* -1: any */
     uint64_t batch;
+    struct ctl_range_opt range; /* --topic / --range-index */
     bool json;
 };
 
@@ -93,7 +95,7 @@ parse_one(int c, struct verify_opts *o)
         return rc;
     case 'b': return ctl_opt_u64(u, "--batch", optarg, 1, VT_PROTO_ABSOLUTE_MAX_RECORDS, &o->batch);
     case 'j': o->json = true; return 0;
-    default: return -1;
+    default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
 
@@ -107,6 +109,7 @@ parse_opts(int argc, char **argv, struct verify_opts *o)
         {"value-bytes", required_argument, NULL, 'v'},
         {"batch", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},
+        CTL_RANGE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -128,7 +131,7 @@ parse_opts(int argc, char **argv, struct verify_opts *o)
         return CTL_EXIT_USAGE;
     if (o->config == NULL)
         return ctl_usage_error(verify_usage, "--config is required");
-    return 0;
+    return ctl_range_opt_check(verify_usage, &o->range);
 }
 
 /* ---- output --------------------------------------------------------------------- */
@@ -190,13 +193,13 @@ retryable(struct verify_run *r, int rc, struct vt_fetch_req *req)
 }
 
 static int
-verify_loop(struct verify_run *r, const struct vt_client_config *cfg)
+verify_loop(struct verify_run *r, const struct vt_range_ident *range)
 {
     const struct vt_server_hello *s = vt_client_session(r->client);
     /* A response is a frame: header, next_offset, hwm, the batches' length. */
     uint64_t room = (uint64_t)s->max_frame - VT_FRAME_HEADER_BYTES - VERIFY_RESP_FIELDS_BYTES;
     struct vt_fetch_req req = {
-        .range = cfg->range_ident,
+        .range = *range,
         .fencing_epoch = 0,
         .max_bytes = (uint32_t)(s->window < room ? s->window : room),
         .max_records = r->o->batch < s->max_records ? (uint32_t)r->o->batch : s->max_records,
@@ -247,7 +250,7 @@ ctl_verify_main(int argc, char **argv)
     if (rc != 0)
         return rc;
     struct vt_client_config cfg;
-    rc = ctl_client_config_load(o.config, &cfg);
+    rc = ctl_client_config_load_range(o.config, &o.range, verify_usage, &cfg);
     if (rc != 0)
         return rc;
     struct verify_run r = {.o = &o};
@@ -257,7 +260,14 @@ ctl_verify_main(int argc, char **argv)
         snprintf(r.why, sizeof(r.why), "%s", err);
         rc = verify_fail(&r);
     } else {
-        rc = verify_loop(&r, &cfg);
+        struct vt_range_ident range;
+        struct vt_range_location loc;
+        if (vt_client_range_resolve(r.client, &cfg, &range, &loc) != 0) {
+            snprintf(r.why, sizeof(r.why), "%s", vt_client_last_error(r.client));
+            rc = verify_fail(&r);
+        } else {
+            rc = verify_loop(&r, &range);
+        }
     }
     vt_client_close(r.client);
     vt_client_config_free(&cfg);

@@ -126,6 +126,18 @@ int vt_client_locate(struct vt_client *c, const char *topic, struct vt_locate_re
 int vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *range,
                            struct vt_range_location *out) VT_MUST_USE;
 
+/* The range a client config names, resolved with Locate on `c`: by id, the
+ * Locate answer must list that identity (else -ENOENT); by index, the
+ * topic's range with that index (its topic epoch, id and generation go to
+ * *ident). 0 with *ident and *out (where it is led, at which epoch);
+ * -ENOENT naming the topic when it is unknown to the node, or the index, the
+ * topic and how many ranges it has when the index is out of range (the
+ * connection stays usable); -EINVAL when the config names no range; or
+ * Locate's errors. */
+int vt_client_range_resolve(struct vt_client *c, const struct vt_client_config *cfg,
+                            struct vt_range_ident *ident,
+                            struct vt_range_location *out) VT_MUST_USE;
+
 /* Leadership (synchronous, admin role): step down from req->range or
  * drain the node; 0 and *out once metadata accepted the release(s), or
  * -EREMOTEIO with the node's refusal (WrongRange, NotLeader, Overloaded). */

@@ -39,7 +39,7 @@ struct vt_client {
 };
 
 /* Records a failure message and returns rc; rc other than -EREMOTEIO,
- * -EINVAL and -EBUSY marks the connection broken. */
+ * -EINVAL, -EBUSY and -ENOENT marks the connection broken. */
 int vt_client__fail(struct vt_client *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Grows the encode buffer to at least `need` bytes. 0 or -ENOMEM. */

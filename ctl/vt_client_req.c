@@ -251,3 +251,64 @@ vt_client_locate_range(struct vt_client *c, const struct vt_range_ident *range,
     free(locs);
     return rc;
 }
+
+_Static_assert(VT_CLIENT_MAX_RANGE_INDEX + 1 == VT_PROTO_LOCATE_MAX_RANGES,
+               "a config's range index covers every range a Locate can list");
+
+/* The range numbered `index` in a Locate answer of `topic`. */
+static int
+pick_index(struct vt_client *c, const char *topic, uint32_t index, const struct vt_locate_resp *m,
+           struct vt_range_ident *ident, struct vt_range_location *out)
+{
+    uint32_t count = m->ranges[0].count;
+    if (index >= count)
+        return vt_client__fail(c, -ENOENT,
+                               "topic %s has %" PRIu32 " range(s) (index 0..%" PRIu32
+                               "): there is no range index %" PRIu32,
+                               topic, count, count - 1, index);
+    for (uint32_t i = 0; i < m->n_ranges; i++) {
+        if (m->ranges[i].index != index)
+            continue;
+        memset(ident, 0, sizeof(*ident));
+        snprintf(ident->topic, sizeof(ident->topic), "%s", topic);
+        ident->topic_epoch = m->topic_epoch;
+        memcpy(ident->range_id, m->ranges[i].range_id, 16);
+        ident->range_generation = m->ranges[i].range_generation;
+        *out = m->ranges[i];
+        return 0;
+    }
+    return vt_client__fail(c, -ENOENT,
+                           "topic %s has %" PRIu32 " range(s) but node %s's Locate "
+                           "answer lists no range index %" PRIu32 " (it listed %" PRIu32 ")",
+                           topic, count, c->session.node_id, index, m->n_ranges);
+}
+
+int
+vt_client_range_resolve(struct vt_client *c, const struct vt_client_config *cfg,
+                        struct vt_range_ident *ident, struct vt_range_location *out)
+{
+    VT_ASSERT(cfg != NULL && ident != NULL && out != NULL);
+    if (cfg->range_form == VT_CLIENT_RANGE_NONE)
+        return vt_client__fail(c, -EINVAL,
+                               "no range named: the client config has no `range:` "
+                               "(add one, or pass --topic NAME [--range-index N])");
+    if (cfg->range_form == VT_CLIENT_RANGE_BY_ID) {
+        int rc = vt_client_locate_range(c, &cfg->range_ident, out);
+        if (rc == 0)
+            *ident = cfg->range_ident;
+        return rc;
+    }
+    const char *topic = cfg->range_ident.topic;
+    struct vt_range_location *locs = calloc(VT_PROTO_LOCATE_MAX_RANGES, sizeof(*locs));
+    if (locs == NULL)
+        return vt_client__fail(c, -ENOMEM, "locate: out of memory");
+    struct vt_locate_resp m = {.ranges = locs};
+    int rc = vt_client_locate(c, topic, &m);
+    if (rc == -EREMOTEIO && !c->broken && c->srv_err.code == VT_E_WRONG_RANGE)
+        rc = vt_client__fail(c, -ENOENT, "topic %s is unknown to node %s: %s", topic,
+                             c->session.node_id, c->srv_err.message);
+    else if (rc == 0)
+        rc = pick_index(c, topic, cfg->range.index, &m, ident, out);
+    free(locs);
+    return rc;
+}

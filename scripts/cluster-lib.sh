@@ -136,24 +136,36 @@ cl_setup() {
     fi
 }
 
-# cl_client_cfg NODE RANGE FILE [TOPIC TOPIC_EPOCH]: a vtopctl/vtop-bench
-# config for one node (the other two are its fallback `nodes`).
-cl_client_cfg() {
+# cl_client_head NODE RANGE_LINE: a client config for one node with the
+# given `range:` line (empty: none); the other two nodes are its fallback
+# `nodes`.
+cl_client_head() {
     local certs=$CL_WORK/certs p
-    {
-        echo "cluster_id: $CL_CLUSTER"
-        echo "addr: $(cl_native "$1")"
-        echo "server_name: $(cl_uuid "$1")"
-        echo "tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}"
-        echo "principal: $CL_CLIENT"
-        echo "producer_epoch: 1"
-        echo "range: {topic: ${4:-demo}, topic_epoch: ${5:-1}, range_id: $2, range_generation: 0}"
-        echo "nodes:"
-        for p in 1 2 3; do
-            [ "$p" = "$1" ] && continue
-            echo "  - {addr: $(cl_native "$p"), server_name: $(cl_uuid "$p")}"
-        done
-    } >"$3"
+    echo "cluster_id: $CL_CLUSTER"
+    echo "addr: $(cl_native "$1")"
+    echo "server_name: $(cl_uuid "$1")"
+    echo "tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}"
+    echo "principal: $CL_CLIENT"
+    echo "producer_epoch: 1"
+    [ -z "$2" ] || echo "$2"
+    echo "nodes:"
+    for p in 1 2 3; do
+        [ "$p" = "$1" ] && continue
+        echo "  - {addr: $(cl_native "$p"), server_name: $(cl_uuid "$p")}"
+    done
+}
+
+# cl_client_cfg NODE RANGE FILE [TOPIC TOPIC_EPOCH]: a vtopctl/vtop-bench
+# config for one node naming the range by id.
+cl_client_cfg() {
+    cl_client_head "$1" \
+        "range: {topic: ${4:-demo}, topic_epoch: ${5:-1}, range_id: $2, range_generation: 0}" >"$3"
+}
+
+# cl_client_cfg_topic NODE TOPIC INDEX FILE: the same naming the range by
+# topic and index (the tools resolve it with Locate on NODE).
+cl_client_cfg_topic() {
+    cl_client_head "$1" "range: {topic: $2, index: $3}" >"$4"
 }
 
 # cl_topic_ranges TOPIC: "index id holder lease_epoch" per range, from metadata.
@@ -227,15 +239,23 @@ cl_stop_all() {
 }
 
 # cl_wait_hwm NODE RANGE_CFG MIN: waits until the node's HWM for the
-# config's range (its range_id) reaches MIN (status JSON), at most ~20 s.
+# config's range (its range_id, or its topic and index) reaches MIN (status
+# JSON), at most ~20 s.
 cl_wait_hwm() {
-    local i h rid
+    local i h rid filter=() topic idx
     rid=$(sed -n 's/.*range_id: *\([0-9a-fA-F-]*\).*/\1/p' "$2" | head -n 1)
+    if [ -z "$rid" ]; then
+        topic=$(sed -n 's/^range: {topic: *\([A-Za-z0-9._-]*\),.*/\1/p' "$2")
+        idx=$(sed -n 's/^range: {.*index: *\([0-9]*\)}.*/\1/p' "$2")
+        filter=(--topic "$topic" --range-index "$idx")
+        rid='[0-9a-f-]*'
+    fi
     for i in $(seq 1 200); do
         # one JSON object per range after splitting at '{': the range's own
         # fields (range_id, hwm) come before its replicas
-        h=$("$CL_BIN/vtopctl" node status --config "$2" --json 2>/dev/null | tr '{' '\n' |
-            grep "\"range_id\":\"$rid\"" | sed -n 's/.*"hwm": *\([0-9]*\).*/\1/p' | head -n 1)
+        h=$("$CL_BIN/vtopctl" node status --config "$2" "${filter[@]}" --json 2>/dev/null |
+            tr '{' '\n' | grep "\"range_id\":\"$rid\"" |
+            sed -n 's/.*"hwm": *\([0-9]*\).*/\1/p' | head -n 1)
         [ -n "$h" ] && [ "$h" -ge "$3" ] && return 0
         sleep 0.1
         : "$i"

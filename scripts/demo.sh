@@ -57,19 +57,19 @@ echo "== a topic in metadata: 2 ranges x replication factor 3, placed and led by
 ctl meta create-topic --config "$admin" --name demo --ranges 2 --replication-factor 3
 cl_wait_leaders demo 2
 ctl topic describe --config "$admin" --name demo
-topic_epoch=$(ctl topic describe --config "$admin" --name demo |
-    sed -n 's/^topic demo .* epoch=\([0-9]*\) .*/\1/p')
-mapfile -t ranges < <(cl_topic_ranges demo)
-read -r _ range_a leader_a epoch_a <<<"${ranges[0]}"
-read -r _ range_b _ _ <<<"${ranges[1]}"
+read -r _ _ leader_a epoch_a < <(cl_topic_ranges demo | awk '$1 == 0')
 victim=$(cl_node_of "$leader_a")
 via=$((victim % 3 + 1)) # the producers enter through a node that does not lead range 0
+# The client configs name the range by topic and index only: the tools
+# Locate it (topic epoch, range id, leader, fencing epoch) on the node.
 for n in 1 2 3; do
-    cl_client_cfg "$n" "$range_a" "$work/client-a-n$n.yaml" demo "$topic_epoch"
-    cl_client_cfg "$n" "$range_b" "$work/client-b-n$n.yaml" demo "$topic_epoch"
+    cl_client_cfg_topic "$n" demo 0 "$work/client-a-n$n.yaml"
+    cl_client_cfg_topic "$n" demo 1 "$work/client-b-n$n.yaml"
 done
+echo "== the client config: the range by topic name and index, no ids or epochs"
+grep '^range:' "$work/client-a-n$via.yaml"
 
-echo "== producing $records records of 1 KiB to each range through node $via (quorum durability)"
+echo "== producing $records records of 1 KiB to each range, by name, through node $via (quorum durability)"
 for r in a b; do
     ctl produce --config "$work/client-$r-n$via.yaml" --records "$records" --batch 64 \
         --value-bytes 1024 --durability quorum --reconnect-seconds 60 \

@@ -2,8 +2,11 @@
 # Leadership from metadata, end to end, with real processes on 127.0.0.1:
 # three colocated nodes (metadata + data) register themselves; a topic of 2
 # ranges x RF 3 is created in metadata and placed on them; the lease agents
-# elect a leader per range (verified promotion); a producer writes to range
-# 0 by locating it through any node; the leader of range 0 is killed with
+# elect a leader per range (verified promotion); range 1 is written and read
+# back by topic name and index (`--topic orders --range-index 1`) through a
+# node that does not lead it, and every refusal of that form is checked; a
+# producer writes to range 0, named by topic and index in its config, by
+# locating it through any node; the leader of range 0 is killed with
 # SIGKILL mid-load; a follower takes the lease at a strictly higher epoch;
 # the producer follows by itself (NotLeader/Fenced redirects, reconnects)
 # and finishes with every record acknowledged exactly once; after the old
@@ -122,9 +125,89 @@ for n in 1 2 3; do
 done
 echo "metrics: leader node $old role 2 at epoch $epoch0, follower node $follower role 0; /readyz 200"
 
-# The producer reaches the cluster through a node that does not lead range 0.
+# Range 1 by topic name and index through a node that does not lead it: the
+# tools Locate it there and follow the NotLeader redirect to its leader.
+read -r _ range1 leader1 _ < <(cl_topic_ranges orders | awk '$1 == 1')
+lead1=$(cl_node_of "$leader1")
+via1=$((lead1 % 3 + 1))
+cl_client_head "$via1" "" >"$work/norange-n$via1.yaml"
+cl_client_head "$lead1" "" >"$work/norange-n$lead1.yaml"
+ctl produce --config "$work/norange-n$via1.yaml" --topic orders --range-index 1 --records 3000 \
+    --batch 100 --value-bytes 64 --durability quorum --json >"$work/produce1.json" \
+    2>"$work/produce1.err" || fail "produce --topic orders --range-index 1: $(cat "$work/produce1.err")"
+grep -q '"acked_total":3000' "$work/produce1.json" || fail "range 1: $(cat "$work/produce1.json")"
+grep -q '"redirects":0,' "$work/produce1.json" &&
+    fail "range 1 was written through node $via1 without a redirect to its leader: $(cat "$work/produce1.json")"
+next1=$(sed -n 's/.*"next_offset":\([0-9]*\).*/\1/p' "$work/produce1.json")
+st=$(ctl node status --config "$work/norange-n$lead1.yaml" --topic orders --range-index 1 --json)
+echo "$st" | grep -q "\"range_id\":\"$range1\"" || fail "node status --range-index 1: $st"
+echo "$st" | grep -q "\"hwm\":$next1," || fail "range 1 on its leader, node $lead1: $st"
+[ "$(echo "$st" | grep -o '"range_id"' | wc -l)" = 1 ] || fail "node status filter: $st"
+# the follower learns the HWM with the next append or heartbeat
+cl_client_cfg_topic "$via1" orders 1 "$work/range1-n$via1.yaml"
+cl_wait_hwm "$via1" "$work/range1-n$via1.yaml" "$next1" || fail "node $via1 HWM of range 1"
+ctl verify --config "$work/norange-n$via1.yaml" --topic orders --range-index 1 --value-bytes 64 \
+    --expect-at-least "$next1" --verify-content-through "$next1" >"$work/verify1.out" 2>&1 ||
+    fail "verify --topic orders --range-index 1: $(cat "$work/verify1.out")"
+grep -q 'records=3000' "$work/verify1.out" || fail "range 1 read back: $(cat "$work/verify1.out")"
+# the refusals of the by-name form name the topic, the index and the count
+expect_refusal() { # WANT_EXIT WANT_TEXT ARGS...
+    local want=$1 text=$2 rc=0
+    shift 2
+    ctl "$@" >"$work/refusal.out" 2>&1 || rc=$?
+    [ "$rc" = "$want" ] || fail "$* exited $rc, not $want: $(cat "$work/refusal.out")"
+    grep -qF -- "$text" "$work/refusal.out" || fail "$*: no '$text' in: $(cat "$work/refusal.out")"
+}
+expect_refusal 1 "topic orders has 2 range(s) (index 0..1): there is no range index 2" \
+    produce --config "$work/norange-n$via1.yaml" --topic orders --range-index 2 --records 1
+expect_refusal 1 "topic nosuch is unknown to node $(cl_uuid "$via1")" \
+    verify --config "$work/norange-n$via1.yaml" --topic nosuch
+expect_refusal 2 "names no range: add \`range: {topic: NAME, index: N}\` or pass --topic" \
+    produce --config "$work/norange-n$via1.yaml" --records 1
+expect_refusal 2 "--range-index needs --topic NAME" \
+    verify --config "$work/norange-n$via1.yaml" --range-index 1
+echo "range 1 ($range1, led by node $lead1): 3000 records produced and verified by topic name through node $via1"
+
+# vtop-bench by topic name: Locate through one node, each range written at its leader.
+ctl meta create-topic --config "$work/admin.yaml" --name bench --ranges 3 \
+    --replication-factor 3 >/dev/null || fail "create-topic bench"
+cl_wait_leaders bench 3 || fail "no leaders for topic bench: $(cl_topic_ranges bench)"
+# step the leader of range 1 down, by topic name and index, so that another
+# node leads it (a stepped-down node does not campaign for one lease TTL)
+read -r _ _ holder_b1 _ < <(cl_topic_ranges bench | awk '$1 == 1')
+nb1=$(cl_node_of "$holder_b1")
+cl_client_head "$nb1" "" >"$work/norange-n$nb1.yaml"
+ctl range step-down --config "$work/norange-n$nb1.yaml" --topic bench --range-index 1 \
+    >"$work/stepdown.out" 2>&1 || fail "range step-down --topic bench: $(cat "$work/stepdown.out")"
+grep -q '^released range bench at epoch' "$work/stepdown.out" ||
+    fail "range step-down --topic bench: $(cat "$work/stepdown.out")"
+for _ in $(seq 1 100); do
+    read -r _ _ h _ < <(cl_topic_ranges bench | awk '$1 == 1')
+    [ "$h" != "-" ] && [ "$h" != "$holder_b1" ] && break
+    sleep 0.1
+done
+if [ "$h" = "-" ] || [ "$h" = "$holder_b1" ]; then
+    fail "range 1 of bench not taken over: $(cl_topic_ranges bench)"
+fi
+leaders=$(cl_topic_ranges bench | awk '{print $3}' | sort -u | wc -l)
+[ "$leaders" -ge 2 ] || fail "topic bench has $leaders leader(s) after a step-down: $(cl_topic_ranges bench)"
+"$bin/vtop-bench" produce --config "$work/norange-n$via1.yaml" --topic bench --seconds 0.5 \
+    --warmup 0.1 --batch-records 16 --record-bytes 64 --durability quorum --json \
+    >"$work/bench.json" 2>"$work/bench.err" || fail "vtop-bench --topic bench: $(cat "$work/bench.err")"
+grep -q '"ok": true' "$work/bench.json" || fail "vtop-bench --topic bench: $(cat "$work/bench.json")"
+[ "$(grep -c '"range_id"' "$work/bench.json")" = 3 ] || fail "vtop-bench used not 3 ranges: $(cat "$work/bench.json")"
+rc=0
+"$bin/vtop-bench" produce --config "$work/norange-n$via1.yaml" --topic bench \
+    --connections 1 --seconds 0.5 >/dev/null 2>"$work/bench.err" || rc=$?
+[ "$rc" = 2 ] || fail "vtop-bench --connections 1 for $leaders leaders exited $rc"
+grep -q "led by $leaders nodes, and each leader needs a connection of its own" \
+    "$work/bench.err" || fail "vtop-bench refusal: $(cat "$work/bench.err")"
+echo "vtop-bench --topic bench: 3 ranges written at their $leaders leader(s)"
+
+# The producer reaches the cluster through a node that does not lead range 0,
+# naming the range by topic and index.
 via=$((old % 3 + 1))
-for n in 1 2 3; do cl_client_cfg "$n" "$range0" "$work/client-n$n.yaml" orders "$topic_epoch"; done
+for n in 1 2 3; do cl_client_cfg_topic "$n" orders 0 "$work/client-n$n.yaml"; done
 records=60000
 ctl produce --config "$work/client-n$via.yaml" --records "$records" --batch 64 \
     --value-bytes 128 --durability quorum --reconnect-seconds 30 --acked-file "$work/acked" \

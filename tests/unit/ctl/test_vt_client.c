@@ -218,6 +218,55 @@ srv_answer_status(struct fake *f, uint64_t id)
     srv_send(f, VT_K_NODE_STATUS_RESP, id, p, w.len);
 }
 
+/* Locate: topic "orders" (epoch 1) has 3 ranges, listed out of index order;
+ * range index 0 has id NODE2 (the test config's range_id), index k's id ends
+ * in k; "sparse" claims 4 ranges but lists only index 0; any other topic is
+ * WrongRange, as a node answers. */
+static void
+srv_answer_locate(struct fake *f, const struct vt_frame *fr)
+{
+    char topic[VT_TOPIC_MAX_BYTES + 1];
+    const char *why = NULL;
+    if (vt_proto_decode_locate(fr->payload, fr->payload_len, topic, &why) != 0) {
+        fake_failf(f, "server: bad locate: %s", why);
+        return;
+    }
+    bool sparse = strcmp(topic, "sparse") == 0;
+    if (!sparse && strcmp(topic, "orders") != 0) {
+        srv_send_error(f, fr->request_id, VT_E_WRONG_RANGE, "topic does not exist in metadata");
+        return;
+    }
+    static const uint32_t order[] = {2, 0, 1};
+    struct vt_range_location locs[3];
+    memset(locs, 0, sizeof(locs));
+    for (uint32_t i = 0; i < 3; i++) {
+        struct vt_range_location *l = &locs[i];
+        l->index = sparse ? 0 : order[i];
+        l->count = sparse ? 4 : 3;
+        if (vt_cfg_parse_uuid(NODE2, 36, l->range_id) != 0)
+            abort();
+        l->range_id[15] = (uint8_t)(l->index == 0 ? 0x02 : 0xa0 + l->index);
+        l->range_generation = l->index;
+        l->fencing_epoch = 10 + l->index;
+        l->has_leader = 1;
+        if (vt_cfg_parse_uuid(NODE1, 36, l->leader) != 0)
+            abort();
+        snprintf(l->leader_addr, sizeof(l->leader_addr), "127.0.0.1:%u", 9000 + l->index);
+        l->n_replicas = 1;
+        memcpy(l->replicas[0], l->leader, 16);
+    }
+    struct vt_locate_resp m = {.topic_epoch = 1,
+                               .source = VT_LOCATE_SRC_METADATA,
+                               .n_ranges = sparse ? 1 : 3,
+                               .ranges = locs};
+    snprintf(m.topic, sizeof(m.topic), "%s", topic);
+    uint8_t p[2048];
+    struct vt_wr w;
+    vt_wr_init(&w, p, sizeof(p));
+    vt_proto_encode_locate_resp(&w, &m);
+    srv_send(f, VT_K_LOCATE_RESP, fr->request_id, p, w.len);
+}
+
 /* A well-behaved node: answers everything in order until the client leaves. */
 static void
 script_serve(struct fake *f)
@@ -238,6 +287,9 @@ script_serve(struct fake *f)
         case VT_K_PRODUCE: srv_answer_produce(f, &fr, &next_offset); break;
         case VT_K_FETCH: srv_answer_fetch(f, &fr); break;
         case VT_K_NODE_STATUS: srv_answer_status(f, fr.request_id); break;
+        case VT_K_LOCATE:
+            srv_answer_locate(f, &fr);
+            break;
         case VT_K_WINDOW_UPDATE:
             if (vt_proto_decode_window_update(fr.payload, fr.payload_len, &add, &why) != 0)
                 fake_failf(f, "server: bad window update: %s", why);
@@ -722,6 +774,69 @@ test_vt_client_node_status(void **state)
     vt_client_config_free(&cfg);
 }
 
+/* The config's range resolved with Locate: by index (the identity comes
+ * from the answer), by id (the answer must list it), and every refusal
+ * names the topic; the connection stays usable after each. */
+static void
+test_vt_client_range_resolve(void **state)
+{
+    (void)state;
+    struct fake *f = fake_start(script_serve);
+    struct vt_client_config cfg;
+    struct vt_client *c = connect_ok(f, &cfg, VT_ROLE_CONSUMER);
+    struct vt_range_ident id;
+    struct vt_range_location loc;
+    /* by id (the config's form): range index 0 */
+    assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), 0);
+    assert_memory_equal(id.range_id, cfg.range_ident.range_id, 16);
+    assert_int_equal(loc.index, 0);
+    assert_int_equal(loc.fencing_epoch, 10);
+    /* by index: the answer's identity of index 1 */
+    char why[200];
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "orders", 1, why, sizeof(why)), 0);
+    assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), 0);
+    assert_string_equal(id.topic, "orders");
+    assert_int_equal(id.topic_epoch, 1);
+    assert_int_equal(id.range_id[15], 0xa1);
+    assert_int_equal(id.range_generation, 1);
+    assert_int_equal(loc.index, 1);
+    assert_int_equal(loc.fencing_epoch, 11);
+    assert_string_equal(loc.leader_addr, "127.0.0.1:9001");
+    /* an index the topic does not have */
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "orders", 5, why, sizeof(why)), 0);
+    assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), -ENOENT);
+    assert_string_equal(vt_client_last_error(c),
+                        "topic orders has 3 range(s) (index 0..2): there is no range index 5");
+    assert_false(vt_client_broken(c));
+    /* an index below the count the node did not list */
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "sparse", 2, why, sizeof(why)), 0);
+    assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), -ENOENT);
+    assert_non_null(strstr(vt_client_last_error(c), "topic sparse has 4 range(s) but node " NODE1
+                                                    "'s Locate answer lists no range "
+                                                    "index 2"));
+    /* a topic the node does not know */
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "nope", 0, why, sizeof(why)), 0);
+    assert_int_equal(vt_client_range_resolve(c, &cfg, &id, &loc), -ENOENT);
+    assert_non_null(strstr(vt_client_last_error(c), "topic nope is unknown to node " NODE1
+                                                    ": topic does not exist in metadata"));
+    assert_false(vt_client_broken(c));
+    /* by id, an identity the topic does not have */
+    vt_client_config_free(&cfg);
+    client_cfg(&cfg, f->port, "ca.pem", CLIENT, NODE1);
+    struct vt_client_config other = cfg;
+    other.range_ident.range_id[0] ^= 1;
+    assert_int_equal(vt_client_range_resolve(c, &other, &id, &loc), -ENOENT);
+    assert_non_null(strstr(vt_client_last_error(c), "has no range with that id"));
+    /* no range named at all */
+    other.range_form = VT_CLIENT_RANGE_NONE;
+    assert_int_equal(vt_client_range_resolve(c, &other, &id, &loc), -EINVAL);
+    assert_non_null(strstr(vt_client_last_error(c), "--topic NAME [--range-index N]"));
+    assert_int_equal(vt_client_ping(c), 0);
+    vt_client_close(c);
+    fake_finish(f);
+    vt_client_config_free(&cfg);
+}
+
 static void
 test_vt_client_send_rejects_oversized_payload(void **state)
 {
@@ -944,6 +1059,7 @@ main(void)
         cmocka_unit_test(test_vt_client_produce_pipelined_in_order),
         cmocka_unit_test(test_vt_client_fetch_tops_up_credit),
         cmocka_unit_test(test_vt_client_node_status),
+        cmocka_unit_test(test_vt_client_range_resolve),
         cmocka_unit_test(test_vt_client_send_rejects_oversized_payload),
         cmocka_unit_test(test_vt_client_server_error_for_a_request),
         cmocka_unit_test(test_vt_client_broken_streams),

@@ -96,6 +96,8 @@ test_vt_client_config_load_full(void **state)
     for (int i = 0; i < 16; i++)
         assert_int_equal(cfg.range_ident.range_id[i], i == 6 ? 0x42 : i == 8 ? 0x82 : 0x22);
     assert_int_equal(cfg.range_ident.range_generation, 4);
+    assert_true(cfg.has_range);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_BY_ID);
     assert_int_equal(cfg.connect_timeout_ms, VT_CLIENT_DEFAULT_CONNECT_TIMEOUT_MS);
     assert_int_equal(cfg.request_timeout_ms, VT_CLIENT_DEFAULT_REQUEST_TIMEOUT_MS);
     vt_client_config_free(&cfg);
@@ -184,6 +186,8 @@ test_vt_client_config_missing_keys(void **state)
     expect_error(with_line(5, ""), 1, "principal", "missing");
     expect_error(with_line(1, ""), 1, "cluster_id", "missing");
     expect_error(with_line(9, ""), 9, "range.topic", "missing");
+    /* range_id without its topic epoch */
+    expect_error(with_line(10, ""), 9, "range.topic_epoch", "needs its topic epoch");
     expect_error(with_line(4, "tls: {ca: c/ca.pem, cert: c/cl.pem}"), 4, "tls.key", "missing");
 }
 
@@ -191,8 +195,8 @@ static void
 test_vt_client_config_topic_charset(void **state)
 {
     (void)state;
-    expect_error(with_line(9, "  topic: \"ord ers\""), 9, "range", "A-Za-z0-9");
-    expect_error(with_line(9, "  topic: a/b"), 9, "range", "A-Za-z0-9");
+    expect_error(with_line(9, "  topic: \"ord ers\""), 9, "range.topic", "A-Za-z0-9");
+    expect_error(with_line(9, "  topic: a/b"), 9, "range.topic", "A-Za-z0-9");
     char line[400];
     memset(line, 0, sizeof(line));
     memcpy(line, "  topic: ", 9);
@@ -203,6 +207,112 @@ test_vt_client_config_topic_charset(void **state)
     struct vt_cfg_error err;
     assert_int_equal(load(with_line(9, line), &cfg, &err), 0);
     assert_int_equal(strlen(cfg.range_ident.topic), 249);
+    vt_client_config_free(&cfg);
+}
+
+/* The head of `good` (lines 1..7) followed by `range_text`. */
+static char *
+with_range(const char *range_text)
+{
+    static char out[4096];
+    const char *end = strstr(good, "range:\n");
+    assert_non_null(end);
+    snprintf(out, sizeof(out), "%.*s%s", (int)(end - good), good, range_text);
+    return out;
+}
+
+/* `range` by index: topic and index, the index defaulting to 0; only the
+ * topic goes into range_ident (Locate gives the rest). */
+static void
+test_vt_client_config_range_by_index(void **state)
+{
+    (void)state;
+    struct vt_client_config cfg;
+    struct vt_cfg_error err;
+    int rc = load(with_range("range: {topic: orders, index: 1}\n"), &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_BY_INDEX);
+    assert_int_equal(cfg.range.index, 1);
+    assert_string_equal(cfg.range_ident.topic, "orders");
+    assert_int_equal(cfg.range_ident.topic_epoch, 0);
+    static const uint8_t zero[16];
+    assert_memory_equal(cfg.range_ident.range_id, zero, 16);
+    vt_client_config_free(&cfg);
+    rc = load(with_range("range:\n  topic: orders\n"), &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_BY_INDEX);
+    assert_int_equal(cfg.range.index, 0);
+    vt_client_config_free(&cfg);
+    rc = load(with_range("range: {topic: orders, index: 1023}\n"), &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(cfg.range.index, VT_CLIENT_MAX_RANGE_INDEX);
+    vt_client_config_free(&cfg);
+}
+
+/* Every mix of the two forms is refused at the key that breaks it. */
+static void
+test_vt_client_config_range_form_refusals(void **state)
+{
+    (void)state;
+    /* index and range_id together: blamed on index */
+    expect_error(with_range("range:\n  topic: orders\n  index: 1\n"
+                            "  range_id: 22222222-2222-4222-8222-222222222222\n"
+                            "  topic_epoch: 1\n"),
+                 10, "range.index", "give exactly one");
+    /* the identity keys are refused without range_id */
+    expect_error(with_range("range:\n  topic: orders\n  index: 1\n  topic_epoch: 1\n"), 11,
+                 "range.topic_epoch", "allowed only with range_id");
+    expect_error(with_range("range:\n  topic: orders\n  topic_epoch: 1\n"), 10, "range.topic_epoch",
+                 "allowed only with range_id");
+    expect_error(with_range("range:\n  topic: orders\n  index: 0\n  range_generation: 2\n"), 11,
+                 "range.range_generation", "allowed only with range_id");
+    /* the index itself */
+    expect_error(with_range("range:\n  topic: orders\n  index: 1024\n"), 10, "range.index", "");
+    expect_error(with_range("range:\n  topic: orders\n  index: -1\n"), 10, "range.index", "");
+    expect_error(with_range("range:\n  topic: orders\n  index: one\n"), 10, "range.index", "");
+    /* a topic is still required, and still checked */
+    expect_error(with_range("range:\n  index: 1\n"), 9, "range.topic", "missing");
+    expect_error(with_range("range:\n  topic: a/b\n  index: 1\n"), 9, "range.topic", "A-Za-z0-9");
+}
+
+/* No `range` at all is fine (node status, tools given --topic); the
+ * override replaces whatever form the config had. */
+static void
+test_vt_client_config_range_absent_and_override(void **state)
+{
+    (void)state;
+    struct vt_client_config cfg;
+    struct vt_cfg_error err;
+    int rc = load(with_range(""), &cfg, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+    assert_false(cfg.has_range);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_NONE);
+    assert_string_equal(cfg.range_ident.topic, "");
+    char why[200];
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "payments", 2, why, sizeof(why)), 0);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_BY_INDEX);
+    assert_string_equal(cfg.range_ident.topic, "payments");
+    assert_int_equal(cfg.range.index, 2);
+    vt_client_config_free(&cfg);
+    /* over a range named by id: the identity is gone */
+    assert_int_equal(load(good, &cfg, &err), 0);
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "orders", 0, why, sizeof(why)), 0);
+    assert_int_equal(cfg.range_form, VT_CLIENT_RANGE_BY_INDEX);
+    assert_int_equal(cfg.range_ident.topic_epoch, 0);
+    assert_int_equal(cfg.range_ident.range_generation, 0);
+    assert_false(cfg.range.has_range_id);
+    /* refusals leave the config as it was */
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "bad topic", 0, why, sizeof(why)),
+                     -EINVAL);
+    assert_non_null(strstr(why, "\"bad topic\" must be 1..249 bytes"));
+    assert_int_equal(vt_client_config_range_by_index(&cfg, "orders", 1024, why, sizeof(why)),
+                     -EINVAL);
+    assert_non_null(strstr(why, "range index 1024 of topic orders is above 1023"));
+    assert_string_equal(cfg.range_ident.topic, "orders");
     vt_client_config_free(&cfg);
 }
 
@@ -237,6 +347,9 @@ main(void)
         cmocka_unit_test(test_vt_client_config_fallback_nodes),
         cmocka_unit_test(test_vt_client_config_missing_keys),
         cmocka_unit_test(test_vt_client_config_topic_charset),
+        cmocka_unit_test(test_vt_client_config_range_by_index),
+        cmocka_unit_test(test_vt_client_config_range_form_refusals),
+        cmocka_unit_test(test_vt_client_config_range_absent_and_override),
         cmocka_unit_test(test_vt_client_config_load_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -492,14 +492,28 @@ test_vt_proto_locate_roundtrip_and_refusals(void **state)
     assert_string_equal(back[0].leader_addr, "127.0.0.1:1");
     assert_int_equal(back[0].n_replicas, 3);
     assert_int_equal(back[1].has_leader, 0);
+    /* each range's place in its topic */
+    assert_int_equal(back[0].index, 0);
+    assert_int_equal(back[1].index, 1);
+    assert_int_equal(back[0].count, 2);
+    assert_int_equal(back[1].count, 2);
     /* trailing byte */
     assert_int_equal(vt_proto_decode_locate_resp(hb, w.len + 1, &d, &why), -EBADMSG);
     /* index >= count */
     size_t at = 4 + 6 + 8 + 1 + 4 + 16 + 8; /* first entry's index */
     hb[at + 3] = 2;
     assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EBADMSG);
-    assert_non_null(strstr(why, "index"));
+    assert_non_null(strstr(why, "index 2: must be below count 2"));
     hb[at + 3] = 0;
+    /* count 0 */
+    vt_be32_put(hb + at + 4, 0);
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "count >= 1"));
+    vt_be32_put(hb + at + 4, 2);
+    /* cut inside the first entry's index */
+    assert_int_equal(vt_proto_decode_locate_resp(hb, at + 2, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "index"));
+    assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), 0);
     /* a bad source */
     hb[4 + 6 + 8] = 3;
     assert_int_equal(vt_proto_decode_locate_resp(hb, w.len, &d, &why), -EBADMSG);
