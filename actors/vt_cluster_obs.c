@@ -46,6 +46,10 @@ vt_cluster_register_metrics(struct vt_cluster *cl, struct vt_metrics *m)
     if (rc >= 0)
         rc = reg(m, "broker_lease_renewals_total", NULL, NULL,
                  "Range lease renewals metadata accepted.", &p->renewals);
+    if (rc >= 0)
+        rc = reg(m, "broker_lease_renew_commands_total", NULL, NULL,
+                 "Batched renewal commands (RenewNodeLeases) sent to metadata.",
+                 &p->renew_commands);
     for (int i = 0; rc >= 0 && i < VT_LEASE_REFUSAL__COUNT; i++)
         rc = reg(m, "broker_lease_refusals_total", "reason", refusal_label[i],
                  "Lease acquisitions lost and renewals refused, by reason.", &p->refusals[i]);
@@ -72,6 +76,7 @@ vt_cluster__publish_counters(struct vt_cluster *cl)
     struct vt_cluster_pub *p = &cl->pub;
     atomic_store_explicit(&p->acquisitions, c->acquisitions, memory_order_relaxed);
     atomic_store_explicit(&p->renewals, c->renewals, memory_order_relaxed);
+    atomic_store_explicit(&p->renew_commands, c->renew_commands, memory_order_relaxed);
     for (int i = 0; i < VT_LEASE_REFUSAL__COUNT; i++)
         atomic_store_explicit(&p->refusals[i], c->refusals[i], memory_order_relaxed);
     for (int i = 0; i < VT_LEASE_LOSS__COUNT; i++)

@@ -150,6 +150,7 @@ struct vt_lease_counters {
     uint64_t acquire_attempts; /* ACQUIRE actions emitted */
     uint64_t acquisitions;     /* grants */
     uint64_t renewals;         /* renewal entries accepted */
+    uint64_t renew_commands;   /* RENEW_BATCH actions emitted (one RenewNodeLeases each) */
     uint64_t refusals[VT_LEASE_REFUSAL__COUNT];
     uint64_t losses[VT_LEASE_LOSS__COUNT];
     uint64_t promotions[VT_LEASE_PROMOTE__COUNT];

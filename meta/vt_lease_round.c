@@ -237,6 +237,7 @@ emit_batches(struct vt_lease_agent *a)
         x->first = b->first;
         x->count = count;
         a->batches_pending++;
+        a->c.renew_commands++;
     }
 }
 

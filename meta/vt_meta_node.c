@@ -117,6 +117,32 @@ sync_peers(struct vt_meta_node *mn)
     }
 }
 
+/* The adapter slot behind each meta_commands_applied_total series. */
+static const uint8_t applied_kinds[VT_MN_APPLIED_KINDS] = {
+    0,
+    VT_META_CMD_REGISTER_NODE,
+    VT_META_CMD_SET_NODE_STATE,
+    VT_META_CMD_CREATE_TOPIC,
+    VT_META_CMD_GRANT_LEASE,
+    VT_META_CMD_RELEASE_LEASE,
+    VT_META_CMD_ACQUIRE_LEASE,
+    VT_META_CMD_RENEW_LEASE,
+    VT_META_CMD_DELETE_TOPIC,
+    VT_META_CMD_RENEW_NODE_LEASES,
+};
+
+/* Adds what the adapter applied since the last call; a reopened raft starts
+ * its adapter from zero, so a count below the one seen is all new. */
+static void
+publish_applied_kinds(struct vt_meta_node *mn, struct vt_metrics_shard *s)
+{
+    for (unsigned i = 0; i < VT_MN_APPLIED_KINDS; i++) {
+        uint64_t now = mn->ad.applied_kind[applied_kinds[i]], *seen = &mn->applied_kind_seen[i];
+        vt_metric_add(s, mn->m.applied_kind[i], now >= *seen ? now - *seen : now);
+        *seen = now;
+    }
+}
+
 static void
 update_metrics(struct vt_meta_node *mn)
 {
@@ -155,6 +181,7 @@ update_metrics(struct vt_meta_node *mn)
     vt_metric_set(s, mn->m.fsm_applied_index, (int64_t)vt_meta_fsm_applied_index(mn->fsm));
     vt_metric_set(s, mn->m.voters, voters);
     vt_metric_set(s, mn->m.learners, learners);
+    publish_applied_kinds(mn, s);
     if (mn->ticks % 20 == 0) /* the size walks the state: once a second */
         vt_metric_set(s, mn->m.snapshot_bytes, (int64_t)vt_meta_fsm_snapshot_size(mn->fsm));
 }
@@ -486,6 +513,14 @@ register_metrics(struct vt_meta_node *mn, char *err, size_t err_len)
                                       "new terms this server saw (one election each)", 0);
     x->restarts = vt_metrics_counter(m, "meta_raft_restarts_total", NULL,
                                      "raft closed and reopened (init, io failure)", 0);
+    for (unsigned i = 0; i < VT_MN_APPLIED_KINDS; i++) {
+        char labels[48];
+        snprintf(labels, sizeof(labels), "kind=\"%s\"",
+                 applied_kinds[i] == 0 ? "malformed" : vt_meta_cmd_kind_name(applied_kinds[i]));
+        x->applied_kind[i] = vt_metrics_counter(m, "meta_commands_applied_total", labels,
+                                                "committed commands this server applied, by kind",
+                                                0);
+    }
     const int *ids = &x->running;
     for (size_t i = 0; i < sizeof(*x) / sizeof(int); i++)
         if (ids[i] < 0) {

@@ -28,9 +28,14 @@ enum vt_mn_phase {
 struct vt_mn_admin_conn;
 struct vt_mn_admin_req;
 
+/* The command kinds meta_commands_applied_total is labelled with (slot 0 of
+ * the adapter's applied_kind: entries that did not decode). */
+#define VT_MN_APPLIED_KINDS 10
+
 struct vt_mn_metrics {
     int running, term, state[5], leader_id, commit_index, last_index, applied_index,
-        fsm_applied_index, voters, learners, snapshot_bytes, proposals, elections, restarts;
+        fsm_applied_index, voters, learners, snapshot_bytes, proposals, elections, restarts,
+        applied_kind[VT_MN_APPLIED_KINDS];
 };
 
 /* A peer the io knows (so we only call vt_meta_io_peer_set on changes). */
@@ -73,6 +78,7 @@ struct vt_meta_node {
     struct raft_change join_req;
     raft_index start_last_index;      /* the log raft loaded */
     raft_term last_term;
+    uint64_t applied_kind_seen[VT_MN_APPLIED_KINDS]; /* the adapter's counts last published */
     bool ready;                       /* what /readyz says for "meta" */
     uint64_t ticks;
     struct vt_timer tick;

@@ -3,6 +3,7 @@
 #include "vt_meta_raft.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,9 +25,14 @@ raft_fsm_apply(struct raft_fsm *f, const struct raft_buffer *buf, void **result)
     }
     *slot = res;
     a->applied++;
-    if (res.resp.kind == VT_META_RESP_REJECTED && res.resp.error == VT_META_ERR_MALFORMED &&
-        memcmp(res.request_id, (const uint8_t[VT_META_UUID_BYTES]){0}, VT_META_UUID_BYTES) == 0)
+    bool undecoded =
+        res.resp.kind == VT_META_RESP_REJECTED && res.resp.error == VT_META_ERR_MALFORMED &&
+        memcmp(res.request_id, (const uint8_t[VT_META_UUID_BYTES]){0}, VT_META_UUID_BYTES) == 0;
+    if (undecoded)
         a->malformed++;
+    /* a decoded entry's kind byte (header offset 5) names a known kind */
+    unsigned kind = undecoded || buf->len <= 5 ? 0 : ((const uint8_t *)buf->base)[5];
+    a->applied_kind[kind < VT_META_RAFT_KINDS ? kind : 0]++;
     if (result != NULL)
         *result = slot;
     return 0;

@@ -35,6 +35,11 @@
 #include "vt_meta_fsm.h"
 
 #define VT_META_RAFT_RESULTS 64
+/* Slots of applied_kind: the command kind byte (VT_META_CMD_*, all below
+ * 32); slot 0 counts entries that did not decode. */
+#define VT_META_RAFT_KINDS 32
+_Static_assert(VT_META_CMD_RENEW_NODE_LEASES < VT_META_RAFT_KINDS,
+               "every command kind has an applied_kind slot");
 
 /* What a raft_apply callback's `result` points at. */
 struct vt_meta_raft_result {
@@ -51,6 +56,7 @@ struct vt_meta_raft {
     struct vt_meta_raft_result results[VT_META_RAFT_RESULTS];
     uint64_t applied;          /* entries applied (duplicates and malformed included) */
     uint64_t malformed;        /* entries that did not decode */
+    uint64_t applied_kind[VT_META_RAFT_KINDS]; /* entries applied, by command kind (0: malformed) */
     uint64_t snapshots;        /* snapshots taken */
     uint64_t restores;         /* snapshots restored */
     uint64_t restore_failures; /* snapshots refused */

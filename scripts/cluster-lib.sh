@@ -16,6 +16,8 @@
 #               lease agents elect leaders (create topics with vtopctl)
 #   CL_LEASE    optional lease block for managed nodes, e.g.
 #               "{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
+#   CL_LIMITS   optional limits block for every node, e.g.
+#               "{max_segment: 256KiB, max_ranges: 4096}"
 #
 # Ports: a free base port is chosen once (CL_BASE); node N listens on
 #   native CL_BASE+10N, replication CL_BASE+10N+1, observability CL_BASE+10N+2,
@@ -104,6 +106,7 @@ cl_setup() {
             echo "tls: {ca: $certs/ca.pem, cert: $certs/$(cl_uuid "$n").pem, key: $certs/$(cl_uuid "$n").key}"
             echo "native: {listen: $(cl_native "$n")}"
             echo "authorization: {producers: [$CL_CLIENT], consumers: [$CL_CLIENT], admins: [$CL_CLIENT]}"
+            [ -n "${CL_LIMITS:-}" ] && echo "limits: $CL_LIMITS"
             echo "replication:"
             echo "  listen: 127.0.0.1:$((CL_BASE + 10 * n + 1))"
             echo "  quorum_timeout: ${CL_QUORUM_TIMEOUT:-2s}"
@@ -177,11 +180,11 @@ cl_topic_ranges() {
 # cl_node_of UUID: the node number (1..3) of a node UUID.
 cl_node_of() { echo $((10#${1##*-})); }
 
-# cl_wait_leaders TOPIC N: waits (~30 s) until all N ranges of the topic
-# have a lease holder.
+# cl_wait_leaders TOPIC N [SECONDS]: waits (default ~30 s) until all N
+# ranges of the topic have a lease holder.
 cl_wait_leaders() {
     local i got
-    for i in $(seq 1 300); do
+    for i in $(seq 1 $((${3:-30} * 10))); do
         got=$(cl_topic_ranges "$1" | awk '$3 != "-"' | wc -l)
         [ "$got" -ge "$2" ] && return 0
         sleep 0.1
@@ -213,6 +216,52 @@ cl_start() {
 }
 
 cl_start_all() { cl_start 1 && cl_start 2 && cl_start 3; }
+
+# cl_alive: every node started and not killed is still running.
+cl_alive() {
+    local n
+    for n in 1 2 3; do
+        [ -z "${CL_PIDS[n]}" ] || kill -0 "${CL_PIDS[n]}" 2>/dev/null || {
+            echo "node $n (pid ${CL_PIDS[n]}) died; its log:" >&2
+            tail -n 30 "$CL_WORK/n$n.log" >&2
+            return 1
+        }
+    done
+}
+
+# cl_managed_up TOPIC RANGES [create-topic args...]: a managed cluster
+# (CL_MANAGED=1) with one topic whose ranges all have a leader: writes the
+# configs, starts the three nodes, bootstraps metadata, waits until the
+# three nodes registered as Active, creates the topic (`vtopctl meta
+# create-topic --name TOPIC --ranges RANGES` plus the extra arguments, e.g.
+# --replication-factor 3 or --replicas U,U,U) and waits until every range
+# has a lease holder (CL_LEADERS_WAIT seconds, default 30). Returns 1 with
+# the reason on stderr.
+cl_managed_up() {
+    local topic=$1 ranges=$2 i active=0 admin=$CL_WORK/admin.yaml
+    shift 2
+    [ "$CL_MANAGED" = 1 ] || { echo "cl_managed_up: needs CL_MANAGED=1" >&2; return 1; }
+    cl_setup || { echo "cl_managed_up: cluster set-up failed" >&2; return 1; }
+    cl_start_all || return 1
+    cl_meta_init >/dev/null || { echo "cl_managed_up: vtopctl meta init failed" >&2; return 1; }
+    for i in $(seq 1 200); do
+        active=$("$CL_BIN/vtopctl" meta nodes --config "$admin" 2>/dev/null | grep -c 'state=Active')
+        [ "$active" = 3 ] && break
+        cl_alive || return 1
+        sleep 0.1
+        : "$i"
+    done
+    [ "$active" = 3 ] || {
+        echo "cl_managed_up: only $active of 3 nodes registered as Active in 20 s" >&2
+        return 1
+    }
+    "$CL_BIN/vtopctl" meta create-topic --config "$admin" --name "$topic" --ranges "$ranges" \
+        "$@" >"$CL_WORK/create-$topic.out" 2>&1 || {
+        echo "cl_managed_up: create-topic $topic: $(cat "$CL_WORK/create-$topic.out")" >&2
+        return 1
+    }
+    cl_wait_leaders "$topic" "$ranges" "${CL_LEADERS_WAIT:-30}"
+}
 
 # cl_kill N [SIGNAL]: signals node N by PID (default KILL) and reaps it.
 cl_kill() {

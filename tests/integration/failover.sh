@@ -49,28 +49,18 @@ alive() {
     done
 }
 
-cl_setup || fail "setup"
-cl_start_all || fail "start"
-cl_meta_init >/dev/null || fail "meta init"
+cl_managed_up orders 2 --replication-factor 3 || fail "managed cluster: $(cl_topic_ranges orders)"
 for _ in $(seq 1 100); do
     [ "$(ctl meta membership --config "$work/admin.yaml" 2>/dev/null | grep -c '^voter')" = 3 ] &&
         break
     alive
     sleep 0.1
 done
-# the nodes register themselves (replica and native addresses)
-for _ in $(seq 1 100); do
-    [ "$(ctl meta nodes --config "$work/admin.yaml" 2>/dev/null | grep -c 'state=Active')" = 3 ] &&
-        break
-    alive
-    sleep 0.1
-done
+[ "$(ctl meta membership --config "$work/admin.yaml" | grep -c '^voter')" = 3 ] ||
+    fail "metadata voters: $(ctl meta membership --config "$work/admin.yaml")"
+# the nodes registered themselves (replica and native addresses)
 ctl meta nodes --config "$work/admin.yaml" | grep -q "native_addr=$(cl_native 2)" ||
     fail "node 2 did not register its native address: $(ctl meta nodes --config "$work/admin.yaml")"
-
-ctl meta create-topic --config "$work/admin.yaml" --name orders --ranges 2 \
-    --replication-factor 3 >/dev/null || fail "create-topic"
-cl_wait_leaders orders 2 || fail "no leaders: $(cl_topic_ranges orders)"
 read -r _ range0 leader0 epoch0 < <(cl_topic_ranges orders | awk '$1 == 0')
 if [ -z "$range0" ] || [ "$epoch0" -lt 1 ]; then
     fail "range 0 has no lease: $(cl_topic_ranges orders)"

@@ -37,17 +37,7 @@ fail() {
 }
 ctl() { "$bin/vtopctl" "$@"; }
 
-cl_setup || fail "setup"
-cl_start_all || fail "start"
-cl_meta_init >/dev/null || fail "meta init"
-for _ in $(seq 1 100); do
-    [ "$(ctl meta nodes --config "$work/admin.yaml" 2>/dev/null | grep -c 'state=Active')" = 3 ] &&
-        break
-    sleep 0.1
-done
-ctl meta create-topic --config "$work/admin.yaml" --name orders --ranges 2 \
-    --replication-factor 3 >/dev/null || fail "create-topic"
-cl_wait_leaders orders 2 || fail "no leaders: $(cl_topic_ranges orders)"
+cl_managed_up orders 2 --replication-factor 3 || fail "managed cluster: $(cl_topic_ranges orders)"
 read -r _ range0 leader0 epoch0 < <(cl_topic_ranges orders | awk '$1 == 0')
 old=$(cl_node_of "$leader0")
 topic_epoch=$(ctl topic describe --config "$work/admin.yaml" --name orders |
@@ -63,8 +53,9 @@ if ctl range step-down --config "$work/client-n$other.yaml" >"$work/refused.out"
 fi
 grep -q "NotLeader" "$work/refused.out" || fail "refusal: $(cat "$work/refused.out")"
 read -r _ _ leader_now epoch_now < <(cl_topic_ranges orders | awk '$1 == 0')
-[ "$leader_now" = "$leader0" ] && [ "$epoch_now" = "$epoch0" ] ||
+if [ "$leader_now" != "$leader0" ] || [ "$epoch_now" != "$epoch0" ]; then
     fail "a refused step-down moved the lease: $leader_now at $epoch_now"
+fi
 
 records=40000
 ctl produce --config "$work/client-n$other.yaml" --records "$records" --batch 64 \

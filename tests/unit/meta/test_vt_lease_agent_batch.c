@@ -100,6 +100,7 @@ test_renew_3000_ranges_in_3_chunks_one_taken_by_rival(void **state)
     }
     const struct vt_lease_counters *c = vt_lease_agent_counters(a);
     assert_int_equal(c->renewals, N_BIG - 1);
+    assert_int_equal(c->renew_commands, 3); /* one metadata command per chunk */
     assert_int_equal(c->refusals[VT_LEASE_REFUSAL_RENEW], 1);
     assert_int_equal(c->losses[VT_LEASE_LOSS_RENEW_REFUSED], 1);
 
@@ -113,6 +114,7 @@ test_renew_3000_ranges_in_3_chunks_one_taken_by_rival(void **state)
               VT_LEASE_ACT_RENEW_BATCH);
     assert_int_equal(lt_act(a, 0)->slot, slots[victim]);
     assert_int_equal(lt_act(a, 3)->count, 951);
+    assert_int_equal(vt_lease_agent_counters(a)->renew_commands, 6);
     assert_int_equal(vt_lease_agent_next_sleep_ms(a), LT_POLL); /* one range is waiting */
 
     /* The whole renewal command fails: nothing is lost before the local deadline... */

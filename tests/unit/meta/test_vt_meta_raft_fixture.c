@@ -242,6 +242,22 @@ req_done(struct raft_fixture *f, void *arg)
     return ((struct req *)arg)->done;
 }
 
+/* The callback of an entry proposed as raw bytes: it is answered
+ * Rejected{Malformed} with a zero request id, and acknowledges nothing. */
+static void
+junk_cb(struct raft_apply *a, int status, void *result)
+{
+    struct req *rq = a->data;
+    rq->done = true;
+    rq->status = status;
+    if (status != 0)
+        return;
+    const struct vt_meta_raft_result *res = result;
+    assert_non_null(res);
+    assert_int_equal(res->resp.kind, VT_META_RESP_REJECTED);
+    assert_int_equal(res->resp.error, VT_META_ERR_MALFORMED);
+}
+
 /* Term of the entry at `index` in r's in-memory log (0 if not there). */
 static raft_term
 term_at(struct raft *r, raft_index index)
@@ -882,6 +898,48 @@ test_libraft_known_bug_stale_tail(void **state)
     free(c);
 }
 
+/* Every server counts what it applied by command kind: the counts add up to
+ * the entries applied, an entry that does not decode counts as kind 0 (and
+ * as malformed), and the register / create / acquire commands proposed land
+ * in their own slots on every server. */
+static void
+test_fixture_applied_by_kind(void **state)
+{
+    (void)state;
+    struct cluster *c = cluster_new(3, 3, false);
+    populate(c); /* NODES RegisterNode, RANGES CreateTopic */
+    for (uint32_t r = 1; r <= RANGES; r++)
+        assert_int_equal(acquire_now(c, r, r).kind, VT_META_RESP_LEASE_GRANTED);
+    /* an entry that is not a command at all */
+    struct req *rq = calloc(1, sizeof(*rq));
+    assert_non_null(rq);
+    rq->c = c;
+    rq->a.data = rq;
+    struct raft_buffer junk = {raft_malloc(40), 40};
+    assert_non_null(junk.base);
+    memset(junk.base, 0x5a, 40);
+    assert_int_equal(raft_apply(raft_fixture_get(&c->f, leader(c)), &rq->a, &junk, 1, junk_cb),
+                     0);
+    assert_true(raft_fixture_step_until(&c->f, req_done, rq, STEP_MS));
+    assert_int_equal(rq->status, 0);
+    free(rq);
+    converge(c); /* one more RegisterNode, applied by every member */
+    for (unsigned i = 0; i < c->f.n; i++) {
+        const struct vt_meta_raft *a = &c->ad[i];
+        uint64_t sum = 0;
+        for (unsigned k = 0; k < VT_META_RAFT_KINDS; k++)
+            sum += a->applied_kind[k];
+        assert_int_equal(sum, a->applied);
+        assert_int_equal(a->applied_kind[0], 1);
+        assert_int_equal(a->malformed, 1);
+        assert_int_equal(a->applied_kind[VT_META_CMD_REGISTER_NODE], NODES + 1);
+        assert_int_equal(a->applied_kind[VT_META_CMD_CREATE_TOPIC], RANGES);
+        assert_int_equal(a->applied_kind[VT_META_CMD_ACQUIRE_LEASE], RANGES);
+        assert_int_equal(a->applied_kind[VT_META_CMD_RENEW_NODE_LEASES], 0);
+    }
+    cluster_free(c);
+}
+
 /* ---- the adapter's callbacks, called directly --------------------------- */
 
 /* snapshot() hands libraft raft_malloc()ed buffers; restore() takes
@@ -938,6 +996,7 @@ main(void)
         cmocka_unit_test(test_fixture_random_faults_three_voters),
         cmocka_unit_test(test_fixture_random_faults_five_voters),
         cmocka_unit_test(test_libraft_known_bug_stale_tail),
+        cmocka_unit_test(test_fixture_applied_by_kind),
         cmocka_unit_test(test_adapter_snapshot_and_restore_ownership),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
