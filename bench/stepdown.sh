@@ -29,17 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 ctl() { "$bin/vtopctl" "$@"; }
-cl_setup >/dev/null
-cl_start_all
-cl_meta_init >/dev/null
-for _ in $(seq 1 200); do
-    [ "$(ctl meta nodes --config "$work/admin.yaml" 2>/dev/null | grep -c 'state=Active')" = 3 ] &&
-        break
-    sleep 0.1
-done
-ctl meta create-topic --config "$work/admin.yaml" --name bench --ranges 1 \
-    --replication-factor 3 >/dev/null
-cl_wait_leaders bench 1
+cl_managed_up bench 1 --replication-factor 3 >/dev/null
 tepoch=$(ctl topic describe --config "$work/admin.yaml" --name bench |
     sed -n 's/^topic bench .* epoch=\([0-9]*\) .*/\1/p')
 read -r _ range _ _ < <(cl_topic_ranges bench)

@@ -245,7 +245,9 @@ cl_managed_up() {
     cl_start_all || return 1
     cl_meta_init >/dev/null || { echo "cl_managed_up: vtopctl meta init failed" >&2; return 1; }
     for i in $(seq 1 200); do
-        active=$("$CL_BIN/vtopctl" meta nodes --config "$admin" 2>/dev/null | grep -c 'state=Active')
+        # `|| :`: grep -c exits 1 on no match, which a caller's set -e would take as fatal
+        active=$("$CL_BIN/vtopctl" meta nodes --config "$admin" 2>/dev/null |
+            grep -c 'state=Active' || :)
         [ "$active" = 3 ] && break
         cl_alive || return 1
         sleep 0.1
