@@ -24,6 +24,11 @@
 #   VTOP_WINDOW_S   measured window in seconds (default 20)
 #   VTOP_LEASE      lease block for the nodes, e.g. "{ttl: 2s, renew_interval: 600ms}"
 #   VTOP_BIN        directory of the binaries (default build/bin)
+#   VTOP_LEADERS_WAIT_S  how long to wait for every range to have a leader, and
+#                   then for node 1 to lead them all (default 600 each)
+# When N ranges do not settle in time the script prints, for each node, its
+# lease counters, the metadata commands applied by kind and the leases each
+# node holds, and exits 1.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${VTOP_BIN:-$top/build/bin}
@@ -47,7 +52,8 @@ tck=$(getconf CLK_TCK)
 
 CL_TOP=$top CL_BIN=$bin CL_CORES=1 CL_MANAGED=1 CL_LEASE=${VTOP_LEASE:-}
 CL_LIMITS="{max_record: 4KiB, max_batch: 64KiB, max_segment: 256KiB, max_ranges: 4096}"
-CL_LEADERS_WAIT=600
+CL_LEADERS_WAIT=${VTOP_LEADERS_WAIT_S:-600}
+[[ "$CL_LEADERS_WAIT" =~ ^[1-9][0-9]*$ ]] || usage "VTOP_LEADERS_WAIT_S '$CL_LEADERS_WAIT' is not a whole number >= 1"
 CL_WORK=
 # shellcheck source-path=SCRIPTDIR source=../scripts/cluster-lib.sh
 . "$top/scripts/cluster-lib.sh"
@@ -81,6 +87,20 @@ meta_leader() {
     done
     echo 0
 }
+# diag TOPIC: why the ranges did not settle: per node the lease counters and
+# loop health, the metadata commands applied by kind, who holds what.
+diag() {
+    local k
+    echo "--- leases of $1 by holder (- = none):" >&2
+    cl_topic_ranges "$1" | awk '{ print $3 }' | sort | uniq -c >&2
+    for k in 1 2 3; do
+        echo "--- node $k:" >&2
+        curl -s "http://$(cl_obs "$k")/metrics" | grep -E \
+            '^vtop_(broker_lease_[a-z_]*_total|meta_commands_applied_total|meta_proposals_total|meta_raft_last_applied_index|runtime_ring_full_total|runtime_stalls_total)' |
+            grep -v ' 0$' >&2
+        grep -c 'ring is full' "$CL_WORK/n$k.log" | sed 's/^/    "ring is full" log lines: /' >&2
+    done
+}
 kinds=(RenewNodeLeases AcquireRangeLease RenewRangeLease ReleaseRangeLease RegisterNode
     SetNodeState CreateTopic GrantRangeLease DeleteTopic malformed)
 
@@ -92,8 +112,9 @@ for n in "${counts[@]}"; do
     echo "== $n ranges x RF 3, replicas node 1,2,3 (node 1 preferred); work $CL_WORK"
     t0=$(now_ns)
     if ! cl_managed_up "$topic" "$n" --replicas "$(cl_uuid 1),$(cl_uuid 2),$(cl_uuid 3)"; then
-        echo "$n ranges: the cluster or the topic did not come up; node logs:" >&2
-        for k in 1 2 3; do echo "--- node $k" >&2; tail -n 20 "$CL_WORK/n$k.log" >&2; done
+        echo "$n ranges: the cluster or the topic did not come up after $(secs "$t0" "$(now_ns)") s" >&2
+        diag "$topic"
+        for k in 1 2 3; do echo "--- node $k log" >&2; tail -n 5 "$CL_WORK/n$k.log" >&2; done
         exit 1
     fi
     t1=$(now_ns)
@@ -115,14 +136,16 @@ for n in "${counts[@]}"; do
         wc -l) of $n; drained node 2 $(cat "$CL_WORK/drain-2.json"), node 3 $(cat "$CL_WORK/drain-3.json")"
     holder=$(cl_uuid 1)
     got=0
-    for _ in $(seq 1 3000); do
+    for _ in $(seq 1 $((CL_LEADERS_WAIT * 5))); do
         got=$(cl_topic_ranges "$topic" | awk -v h="$holder" '$3 == h' | wc -l)
         [ "$got" -ge "$n" ] && [ "$(led 1)" -ge "$n" ] && break
         cl_alive || exit 1
         sleep 0.2
     done
     if [ "$got" -lt "$n" ] || [ "$(led 1)" -lt "$n" ]; then
-        echo "$n ranges: node 1 holds $got leases and leads $(led 1) (verified) after 600 s" >&2
+        echo "$n ranges: node 1 holds $got leases and leads $(led 1) (verified) after" \
+            "$CL_LEADERS_WAIT s more" >&2
+        diag "$topic"
         exit 1
     fi
     t2=$(now_ns)
