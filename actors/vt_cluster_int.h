@@ -46,7 +46,7 @@ struct cl_node {
 /* The lease agent's counters as core 0 last copied them (single writer:
  * core 0; read racily by the metrics renderer). */
 struct vt_cluster_pub {
-    _Atomic uint64_t acquisitions, renewals, renew_commands;
+    _Atomic uint64_t acquisitions, renewals, renew_commands, acquire_attempts, rpc_errors;
     _Atomic uint64_t refusals[VT_LEASE_REFUSAL__COUNT];
     _Atomic uint64_t losses[VT_LEASE_LOSS__COUNT];
     _Atomic uint64_t promotions[VT_LEASE_PROMOTE__COUNT];

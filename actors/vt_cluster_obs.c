@@ -50,6 +50,13 @@ vt_cluster_register_metrics(struct vt_cluster *cl, struct vt_metrics *m)
         rc = reg(m, "broker_lease_renew_commands_total", NULL, NULL,
                  "Batched renewal commands (RenewNodeLeases) sent to metadata.",
                  &p->renew_commands);
+    if (rc >= 0)
+        rc = reg(m, "broker_lease_acquire_attempts_total", NULL, NULL,
+                 "AcquireRangeLease commands sent to metadata.", &p->acquire_attempts);
+    if (rc >= 0)
+        rc = reg(m, "broker_lease_rpc_errors_total", NULL, NULL,
+                 "Lease reads, acquires and renewal commands metadata did not answer (timeouts, "
+                 "unreachable).", &p->rpc_errors);
     for (int i = 0; rc >= 0 && i < VT_LEASE_REFUSAL__COUNT; i++)
         rc = reg(m, "broker_lease_refusals_total", "reason", refusal_label[i],
                  "Lease acquisitions lost and renewals refused, by reason.", &p->refusals[i]);
@@ -77,6 +84,8 @@ vt_cluster__publish_counters(struct vt_cluster *cl)
     atomic_store_explicit(&p->acquisitions, c->acquisitions, memory_order_relaxed);
     atomic_store_explicit(&p->renewals, c->renewals, memory_order_relaxed);
     atomic_store_explicit(&p->renew_commands, c->renew_commands, memory_order_relaxed);
+    atomic_store_explicit(&p->acquire_attempts, c->acquire_attempts, memory_order_relaxed);
+    atomic_store_explicit(&p->rpc_errors, c->rpc_errors, memory_order_relaxed);
     for (int i = 0; i < VT_LEASE_REFUSAL__COUNT; i++)
         atomic_store_explicit(&p->refusals[i], c->refusals[i], memory_order_relaxed);
     for (int i = 0; i < VT_LEASE_LOSS__COUNT; i++)

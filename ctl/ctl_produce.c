@@ -36,7 +36,7 @@ static const char produce_usage[] =
     "                       [--first-sequence S] [--durability local|quorum]\n"
     "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
     "                       [--reconnect-seconds S] [--topic NAME [--range-index I]]\n"
-    "                       [--json]\n"
+    "                       [--epoch E] [--json]\n"
     "\n"
     "Produces N records to the range in CLIENT.yaml (or --topic's). Record k (k = S, S+1, ...)\n"
     "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
@@ -60,6 +60,9 @@ static const char produce_usage[] =
     "                        resend from the oldest unacknowledged batch, for up to S\n"
     "                        seconds per loss (default 0: exit 3 at once)\n"
     CTL_RANGE_USAGE
+    "  --epoch E             expert, a fencing check: write at fencing epoch E to\n"
+    "                        `addr` only: no Locate, no redirects, no retries; any\n"
+    "                        refusal exits 1 with the node's error code and message\n"
     "  --json                print the result as one JSON object\n"
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
@@ -79,6 +82,8 @@ struct produce_opts {
     uint64_t max_retries;
     uint64_t reconnect_s;
     struct ctl_range_opt range; /* --topic / --range-index */
+    uint64_t epoch; /* --epoch: write at this epoch, never Locate */
+    bool have_epoch;
     bool json;
 };
 
@@ -147,6 +152,9 @@ parse_one(int c, struct produce_opts *o)
     case 'k': return ctl_opt_u64(u, "--inflight", optarg, 1, 4096, &o->inflight);
     case 'r': return ctl_opt_u64(u, "--max-retries", optarg, 0, 1000000, &o->max_retries);
     case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
+    case 'e':
+        o->have_epoch = true;
+        return ctl_opt_u64(u, "--epoch", optarg, 0, UINT64_MAX, &o->epoch);
     case 'j': o->json = true; return 0;
     default: return ctl_range_opt_parse(c, u, &o->range);
     }
@@ -167,6 +175,7 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         {"inflight", required_argument, NULL, 'k'},
         {"max-retries", required_argument, NULL, 'r'},
         {"reconnect-seconds", required_argument, NULL, 'R'},
+        {"epoch", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, 'j'},
         CTL_RANGE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -193,6 +202,9 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         return ctl_usage_error(produce_usage, "--config is required");
     if (!o->have_records)
         return ctl_usage_error(produce_usage, "--records is required");
+    if (o->have_epoch && o->reconnect_s > 0)
+        return ctl_usage_error(produce_usage, "--epoch writes to one node at one epoch; it "
+                               "cannot be combined with --reconnect-seconds");
     if (o->first_seq > (uint64_t)INT64_MAX - o->records)
         return ctl_usage_error(produce_usage, "--first-sequence + --records exceeds 2^63 - 1");
     return ctl_range_opt_check(produce_usage, &o->range);
@@ -535,6 +547,8 @@ produce_loop(struct produce_run *r)
         struct produce_slot s = *slot_at(r, 0);
         struct vt_produce_resp a;
         int rc = vt_client_produce_wait(r->client, s.request_id, &a);
+        if (rc == -EREMOTEIO && r->o->have_epoch)
+            return finish_client_error(r, rc); /* a fencing check: a refusal is the answer */
         if (rc == -EREMOTEIO && !vt_client_broken(r->client) && redirected(r)) {
             rc = follow_leader(r);
             if (rc != 0)
@@ -627,7 +641,7 @@ ctl_produce_main(int argc, char **argv)
     struct vt_range_location loc;
     rc = vt_client_range_resolve(r.client, &r.cfg, &r.range, &loc);
     if (rc == 0)
-        r.epoch = loc.fencing_epoch;
+        r.epoch = o.have_epoch ? o.epoch : loc.fencing_epoch;
     if (rc != 0) {
         rc = finish_client_error(&r, rc);
         vt_client_close(r.client);

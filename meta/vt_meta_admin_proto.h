@@ -88,6 +88,9 @@
 /* Largest request payload (Propose of the largest command), rounded up:
  * what a server accepts, and the bound of its input buffer. */
 #define VT_META_ADMIN_REQUEST_MAX (32u * 1024u)
+/* Requests a server takes in flight on one connection (more are answered
+ * Unavailable); a client keeps at most this many in flight per connection. */
+#define VT_META_ADMIN_CONN_INFLIGHT_MAX 32u
 /* Largest StatusResp / Error / ProposeResp / LeaseResp / Done payload. */
 #define VT_META_ADMIN_SMALL_MAX 4096u
 

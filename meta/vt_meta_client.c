@@ -485,6 +485,8 @@ on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
         if (!handle_answer(cl, &f))
             return len; /* the connection is no longer ours */
     }
+    if (used > 0 && cl->pending.n > 0)
+        pump(cl); /* answers made room in flight for queued requests */
     return used;
 }
 
@@ -514,13 +516,18 @@ connect_next(struct vt_meta_client *cl)
     }
 }
 
-/* Sends every queued request that is due; false if the connection broke. */
+/* Sends queued requests that are due, in order, while fewer than the
+ * server's per-connection bound are in flight (past it the server answers
+ * Unavailable, and three of those in a row drop the connection, so an
+ * unbounded burst - a node campaigning for a thousand ranges at once -
+ * would churn connections instead of queueing here); false if the
+ * connection broke. */
 static bool
 send_due(struct vt_meta_client *cl)
 {
     uint64_t now = now_ms(cl);
     struct vt_mc_slot *s = cl->pending.head;
-    while (s != NULL) {
+    while (s != NULL && cl->inflight.n < VT_META_ADMIN_CONN_INFLIGHT_MAX) {
         struct vt_mc_slot *next = s->next;
         if (s->retry_at_ms <= now) {
             s->wire_id = cl->next_wire_id++;
@@ -565,7 +572,10 @@ arm_tick(struct vt_meta_client *cl)
     uint64_t now = now_ms(cl), at = UINT64_MAX;
     for (struct vt_mc_slot *s = cl->pending.head; s != NULL; s = s->next) {
         at = s->deadline_ms < at ? s->deadline_ms : at;
-        if (cl->conn != NULL && s->retry_at_ms < at)
+        /* a send is due only while the connection has room in flight; an
+         * answer makes room and pumps (on_data) */
+        if (cl->conn != NULL && cl->inflight.n < VT_META_ADMIN_CONN_INFLIGHT_MAX &&
+            s->retry_at_ms < at)
             at = s->retry_at_ms;
     }
     for (struct vt_mc_slot *s = cl->inflight.head; s != NULL; s = s->next)

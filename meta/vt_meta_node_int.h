@@ -16,7 +16,7 @@
 
 #define VT_MN_TICK_MS 50u
 #define VT_MN_ADMIN_CONNS_MAX 64u
-#define VT_MN_ADMIN_PENDING_MAX 32u /* requests in flight per admin connection */
+#define VT_MN_ADMIN_PENDING_MAX VT_META_ADMIN_CONN_INFLIGHT_MAX /* per admin connection */
 
 enum vt_mn_phase {
     VT_MN_OFF = 0, /* raft not initialised */

@@ -145,6 +145,8 @@ test_metrics_export_published_counters(void **state)
     assert_non_null(strstr(page, "vtop_broker_lease_acquisitions_total 0\n"));
     assert_non_null(strstr(page, "vtop_broker_lease_renewals_total 0\n"));
     assert_non_null(strstr(page, "vtop_broker_lease_renew_commands_total 0\n"));
+    assert_non_null(strstr(page, "vtop_broker_lease_acquire_attempts_total 0\n"));
+    assert_non_null(strstr(page, "vtop_broker_lease_rpc_errors_total 0\n"));
     assert_non_null(strstr(page, "vtop_broker_lease_refusals_total{reason=\"acquire_lost\"} 0\n"));
     assert_non_null(strstr(page, "vtop_broker_lease_losses_total{reason=\"expired\"} 3\n"));
     assert_non_null(strstr(page, "vtop_broker_lease_losses_total{reason=\"rival\"} 0\n"));

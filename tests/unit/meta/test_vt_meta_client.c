@@ -267,6 +267,60 @@ test_propose_create_topic_and_read_its_lease(void **state)
     cl_stop(&k);
 }
 
+/* A burst far above the server's per-connection bound (32 in flight) is
+ * queued in the client, not sent at once: every request succeeds on one
+ * connection, none is answered Unavailable, and no connection is dropped. */
+#define BURST 64 /* the client's default max_outstanding: twice the server's bound */
+
+struct burst {
+    struct cl *k;
+    struct mc_res *res;
+    uint8_t range[VT_META_UUID_BYTES];
+    int rc;
+};
+
+static void
+burst_fn(struct vt_core *core, void *arg)
+{
+    (void)core;
+    struct burst *b = arg;
+    atomic_store(&mc_in_submit, 1);
+    for (unsigned i = 0; i < BURST && b->rc == 0; i++) {
+        b->res[i].cl = b->k->c;
+        b->rc = vt_meta_client_read_lease(b->k->c, b->range, mc_lease_cb, &b->res[i]);
+    }
+    atomic_store(&mc_in_submit, 0);
+}
+
+static void
+test_burst_is_queued_under_the_servers_inflight_bound(void **state)
+{
+    (void)state;
+    unsigned one[1] = {leader};
+    struct cl k;
+    cl_start(&k, one, 1);
+    struct vt_meta_client_stats before = stats(&k);
+    struct burst b = {.k = &k, .res = calloc(BURST, sizeof(struct mc_res))};
+    assert_non_null(b.res);
+    b.range[0] = 0x77; /* no such range: found = false, still a linearizable read */
+    mc_run_on(crt, 0, burst_fn, &b);
+    assert_int_equal(b.rc, 0);
+    for (unsigned i = 0; i < BURST; i++) {
+        mc_wait(&b.res[i]);
+        if (b.res[i].rc != 0)
+            fail_msg("read %u of the burst: rc %d: %s", i, b.res[i].rc, b.res[i].err);
+        assert_false(b.res[i].lease.view.found);
+    }
+    struct vt_meta_client_stats st = stats(&k);
+    assert_int_equal(st.succeeded - before.succeeded, BURST);
+    assert_int_equal(st.unavailable - before.unavailable, 0);
+    assert_int_equal(st.conn_lost - before.conn_lost, 0);
+    assert_int_equal(st.protocol_errors, 0);
+    assert_int_equal(st.outstanding, 0);
+    free(b.res);
+    cl_stop(&k);
+}
+
 static void
 test_not_leader_is_steered_to_the_leader(void **state)
 {
@@ -489,6 +543,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_propose_create_topic_and_read_its_lease),
         cmocka_unit_test(test_not_leader_is_steered_to_the_leader),
+        cmocka_unit_test(test_burst_is_queued_under_the_servers_inflight_bound),
         cmocka_unit_test(test_definite_admin_error_is_eremoteio),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
