@@ -787,6 +787,7 @@ vt_cluster_start(struct vt_cluster *cl, struct vt_core *core)
     }
     vt_locate_self_addr(cl->b, cl->native_addr, sizeof(cl->native_addr));
     vt_timer_init(&cl->tick, on_tick, cl);
+    vt_cluster__ops_init(cl);
     cl->phase = CL_REGISTERING;
     cl_schedule(cl, 0);
 }
@@ -800,6 +801,7 @@ vt_cluster_stop(struct vt_cluster *cl, struct vt_core *core)
     cl->phase = CL_STOPPED;
     if (cl->core != NULL)
         vt_timer_cancel(cl->core, &cl->tick);
+    vt_cluster__ops_drop(cl);
     if (cl->mc != NULL) {
         vt_meta_client_free(cl->mc); /* outstanding callbacks see cl->stopping */
         cl->mc = NULL;

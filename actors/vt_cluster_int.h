@@ -73,6 +73,13 @@ struct vt_cluster {
     char replica_addr[300], native_addr[300];
     enum cl_phase phase;
     struct vt_timer tick;
+    /* range operations a full ring refused, in order; posted again from
+     * `flush` (1 ms) before any newer one, so a round's tail is not starved
+     * round after round. At most CL_DEFERRED_MAX(cl). */
+    struct cl_op *deferred_head, *deferred_tail;
+    uint32_t n_deferred;
+    uint64_t deferred_dropped;
+    struct vt_timer flush;
     bool busy;                       /* a round is in flight */
     bool reread;                     /* a hint came during it: another round at once */
     bool peers_dirty;                /* a peer update did not reach every core: resend all */
@@ -114,6 +121,10 @@ struct vt_cluster {
 
 /* vt_cluster.c */
 struct cl_range *vt_cluster__range_by_slot(struct vt_cluster *cl, uint32_t slot);
+/* Deferred range operations (vt_cluster_lease.c): the flush timer's start
+ * and the release of whatever is still queued at shutdown. */
+void vt_cluster__ops_init(struct vt_cluster *cl);
+void vt_cluster__ops_drop(struct vt_cluster *cl);
 void vt_cluster__req_id(struct vt_cluster *cl, uint8_t out[16]);
 const struct cl_node *vt_cluster__node(const struct vt_cluster *cl, const uint8_t id[16]);
 /* Arms the round timer (cancels an armed one). */

@@ -35,7 +35,12 @@ struct cl_op {
     uint64_t durable, hwm;
     uint32_t sent;                /* OP_HANDOFF: successors told */
     uint64_t sent_ms;             /* core 0's clock when sent (promotion duration) */
+    unsigned core;                /* the range's core */
+    struct cl_op *next;           /* in cl->deferred_* while a full ring holds it back */
 };
+
+/* Four operations per range (promote, watch, step down, hand-off) plus slack. */
+#define CL_DEFERRED_MAX(cl) (4u * (cl)->max_ranges + 64u)
 
 static void op_home(struct vt_core *core, const struct vt_msg *m);
 
@@ -134,15 +139,66 @@ op_send(struct vt_cluster *cl, struct cl_range *r, enum cl_op_kind kind, uint64_
         memcpy(op->holder, holder, 16);
         holder_addr(cl, holder, op->holder_addr, sizeof(op->holder_addr));
     }
+    op->core = r->core;
     struct vt_msg m = {.fn = op_run, .ptr = op};
-    if (vt_core_post(cl->core, r->core, &m) != 0) {
-        VT_WARN("cluster: core %u's ring is full; range operation %d waits for the next round",
-                r->core, (int)kind);
-        op->rc = -EAGAIN;
-        m.fn = op_home;
-        if (vt_core_post(cl->core, 0, &m) != 0) /* answer it as failed, later */
-            free(op);
+    if (cl->n_deferred == 0 && vt_core_post(cl->core, r->core, &m) == 0)
+        return;
+    /* the ring is full (or older operations wait): queue it behind them */
+    if (cl->n_deferred >= CL_DEFERRED_MAX(cl)) {
+        if (cl->deferred_dropped++ % 1024 == 0)
+            VT_WARN("cluster: %u range operations wait for full rings; operation %d for range "
+                    "%u of topic %s is dropped (the next round decides again)",
+                    cl->n_deferred, (int)kind, r->view.index, r->view.topic_name);
+        free(op);
+        return;
     }
+    if (cl->deferred_tail != NULL)
+        cl->deferred_tail->next = op;
+    else
+        cl->deferred_head = op;
+    cl->deferred_tail = op;
+    if (cl->n_deferred++ == 0)
+        vt_timer_arm(cl->core, &cl->flush, 1);
+}
+
+/* Posts deferred operations in order until a ring is full again. */
+static void
+on_flush(struct vt_core *core, struct vt_timer *t)
+{
+    struct vt_cluster *cl = t->arg;
+    while (cl->deferred_head != NULL && !cl->stopping) {
+        struct cl_op *op = cl->deferred_head;
+        struct vt_msg m = {.fn = op_run, .ptr = op};
+        if (vt_core_post(core, op->core, &m) != 0) {
+            vt_timer_arm(core, &cl->flush, 1);
+            return;
+        }
+        cl->deferred_head = op->next;
+        if (cl->deferred_head == NULL)
+            cl->deferred_tail = NULL;
+        op->next = NULL;
+        cl->n_deferred--;
+    }
+}
+
+void
+vt_cluster__ops_init(struct vt_cluster *cl)
+{
+    vt_timer_init(&cl->flush, on_flush, cl);
+}
+
+void
+vt_cluster__ops_drop(struct vt_cluster *cl)
+{
+    if (cl->core != NULL && cl->n_deferred > 0)
+        vt_timer_cancel(cl->core, &cl->flush);
+    while (cl->deferred_head != NULL) {
+        struct cl_op *op = cl->deferred_head;
+        cl->deferred_head = op->next;
+        free(op);
+    }
+    cl->deferred_tail = NULL;
+    cl->n_deferred = 0;
 }
 
 static void
@@ -268,8 +324,12 @@ acquire(struct vt_cluster *cl, const struct vt_lease_action *a)
     c.u.acquire.duration_ms = cl->timing.ttl_ms;
     c.u.acquire.expected_generation = a->generation;
     cl->pending++;
-    if (ctx == NULL) {
-        on_acquired(NULL, -ENOMEM, 0, NULL);
+    if (ctx == NULL) { /* answered as a failed RPC, like on_acquired would */
+        VT_WARN("cluster: out of memory for an acquire");
+        if (vt_lease_agent_acquire_result(cl->agent, a->slot, VT_LEASE_ACQUIRE_RPC_ERROR, 0,
+                                          vt_clock_wall_ms()) == 0)
+            vt_cluster__run_actions(cl);
+        vt_cluster__answered(cl);
         return;
     }
     ctx->cl = cl;
