@@ -474,13 +474,6 @@ apply_assignments(struct vt_cluster *cl)
     for (uint32_t i = 0; i < cl->n_next_ranges; i++) {
         const struct vt_meta_range_view *v = &cl->next_ranges[i];
         struct cl_range *r = range_find(cl, v->range);
-        if (r == NULL && v->n_replicas < 2) {
-            /* the replica plane drives a leased range only with followers */
-            VT_WARN_RL(60000, "cluster: range %u of topic %s has one replica: a range led by "
-                       "lease needs a replication factor of 2 or more; not opened",
-                       v->index, v->topic_name);
-            continue;
-        }
         if (r == NULL) {
             r = range_new(cl, v);
             if (r == NULL)

@@ -562,8 +562,10 @@ vt_broker__range_from_spec(const struct vt_broker *b, const struct vt_broker_ran
         why = "replicas: 1..7 node UUIDs";
     else if (!in_set(s, cfg->node_uuid))
         why = "replicas: this node is not in the replica set";
-    else if (s->replicated != (s->n_replicas >= 2))
-        why = "replicated: a replica set of 2 or more is replicated, one node is not";
+    else if (s->replicated != (s->n_replicas >= 2) &&
+             !(s->replicated && s->leadership == VT_LEAD_NONE))
+        why = "replicated: a replica set of 2 or more is replicated, one node is not (unless "
+              "led by lease)";
     else if (s->replicated && b->repl == NULL)
         why = "replicated: this node has no replication block";
     else if (s->leadership != VT_LEAD_STATIC && s->leadership != VT_LEAD_NONE)

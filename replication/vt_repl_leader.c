@@ -60,7 +60,7 @@ struct vt_repl_leader *
 vt_repl_leader_new(const struct vt_repl_leader_config *cfg, const struct vt_repl_leader_ops *ops,
                    void *arg, uint64_t log_next, uint64_t local_durable)
 {
-    VT_ASSERT(cfg->n_followers >= 1 && cfg->n_followers <= VT_REPL_MAX_FOLLOWERS);
+    VT_ASSERT(cfg->n_followers <= VT_REPL_MAX_FOLLOWERS); /* 0: a replica set of one */
     struct vt_repl_leader *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return NULL;

@@ -272,6 +272,10 @@ promote_raised(struct vt_rlog *l, int rc, void *arg)
     }
     rr->pr.raised = true;
     vt_repl__publish_role(rr);
+    if (rr->cfg.n_followers == 0) { /* a replica set of one: its own log is the quorum */
+        establish(rr);
+        return;
+    }
     VT_INFO("range %s: promoting at epoch %llu from offset %llu: fencing %u followers",
             rr->cfg.ident.topic, (unsigned long long)rr->epoch,
             (unsigned long long)vt_rlog_next_offset(l), rr->cfg.n_followers);

@@ -636,7 +636,7 @@ vt_repl__lead_start(struct vt_repl_range *rr)
     const struct vt_repl_node_config *nc = &rr->n->cfg;
     if (rr->qw == NULL && (rr->qw = vt_repl__qw_new()) == NULL)
         return -ENOMEM;
-    VT_ASSERT(rr->cfg.n_followers >= 1);
+    VT_ASSERT(rr->cfg.n_followers >= 1 || rr->cfg.leases); /* RF 1 only when led by lease */
     struct vt_repl_leader_config lc = {
         .n_followers = rr->cfg.n_followers,
         .window_requests = nc->window_requests,

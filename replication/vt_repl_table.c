@@ -221,7 +221,8 @@ vt_repl_range_add(struct vt_repl_node *n, const struct vt_repl_range_config *c)
 {
     VT_ASSERT(c->core < n->cfg.cores && c->pub != NULL);
     VT_ASSERT(c->core == vt_range_ident_core(&c->ident, n->cfg.cores));
-    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS && (!c->replicated || c->n_followers >= 1));
+    VT_ASSERT(c->n_followers <= VT_REPL_MAX_FOLLOWERS &&
+              (!c->replicated || c->n_followers >= 1 || c->leases));
     struct vt_repl_core *rc = table_of(n, c->core);
     if (vt_repl__range_find(rc, &c->ident) != NULL) {
         VT_WARN("replica plane: range %s is already hosted on core %u: not added", c->ident.topic,

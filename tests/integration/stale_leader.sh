@@ -228,5 +228,21 @@ for n in 1 2 3; do
     grep -q "records=$records" "$work/verify-$n.out" ||
         fail "node $n does not hold exactly $records records: $(cat "$work/verify-$n.out")"
 done
+# A replica set of one: metadata places it on one node, which leads it by
+# lease at once (its own log is the quorum) and serves it by topic name.
+ctl meta create-topic --config "$work/admin.yaml" --name solo --ranges 1 \
+    --replication-factor 1 >"$work/solo.out" 2>&1 || fail "create-topic solo: $(cat "$work/solo.out")"
+cl_wait_leaders solo 1 || fail "no leader for solo: $(cl_topic_ranges solo)"
+read -r _ _ sholder sepoch < <(cl_topic_ranges solo)
+sn=$(cl_node_of "$sholder")
+cl_client_cfg_topic "$sn" solo 0 "$work/solo-n$sn.yaml"
+ctl produce --config "$work/solo-n$sn.yaml" --records 2000 --batch 50 --value-bytes 128 \
+    --durability quorum --json >"$work/solo.json" 2>&1 || fail "produce to solo: $(cat "$work/solo.json")"
+grep -q '"acked_total":2000' "$work/solo.json" || fail "solo: $(cat "$work/solo.json")"
+ctl verify --config "$work/solo-n$sn.yaml" --value-bytes 128 --expect-at-least 2001 \
+    >"$work/solo-verify.out" 2>&1 || fail "verify solo: $(cat "$work/solo-verify.out")"
+grep -q "records=2000" "$work/solo-verify.out" || fail "solo verify: $(cat "$work/solo-verify.out")"
+echo "RF 1: topic solo led by node $sn at epoch $sepoch, 2000 records acknowledged and verified"
+
 echo "PASS: node $old deposed at epoch $epoch0 stayed a follower under node $new at epoch $epoch1;" \
     "stale and zero epochs refused; /readyz 503 while unverified, 200 after; $records records on every replica"
