@@ -18,14 +18,7 @@ work=$(mktemp -d /tmp/vtop-failover-bench.XXXXXX)
 CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1 CL_LEASE=${VTOP_LEASE:-}
 # shellcheck source-path=SCRIPTDIR source=../scripts/cluster-lib.sh
 . "$top/scripts/cluster-lib.sh"
-prod=
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    [ -n "$prod" ] && kill -KILL "$prod" 2>/dev/null
-    cl_stop_all
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap cl_cleanup EXIT
 ctl() { "$bin/vtopctl" "$@"; }
 cl_managed_up bench 1 --replication-factor 3 >/dev/null
 tepoch=$(ctl topic describe --config "$work/admin.yaml" --name bench |
@@ -36,7 +29,7 @@ via=$(($(cl_node_of "$leader") % 3 + 1))
 ctl produce --config "$work/c$via.yaml" --records 100000000 --batch 16 --value-bytes 128 \
     --durability quorum --reconnect-seconds 120 --max-retries 100000 \
     --acked-file "$work/acked" >"$work/produce.out" 2>&1 &
-prod=$!
+CL_CHILD=$!
 acked() { cat "$work/acked" 2>/dev/null || echo 0; }
 leases=()
 acks=()
@@ -62,9 +55,9 @@ for k in $(seq 1 "$kills"); do
     cl_start "$victim"
     cl_wait_hwm "$victim" "$work/c$victim.yaml" "$(acked)" >/dev/null 2>&1 || true
 done
-kill -TERM "$prod" 2>/dev/null || true
-wait "$prod" 2>/dev/null || true
-prod=
+kill -TERM "$CL_CHILD" 2>/dev/null || true
+wait "$CL_CHILD" 2>/dev/null || true
+CL_CHILD=
 stats() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, max %d ms", a[int((NR+1)/2)], a[NR]}'; }
 ttl=$(sed -n 's/^lease: .*ttl: *\([0-9a-z]*\).*/\1/p' "$work/n1.yaml")
 echo "failover over $kills kills (lease ttl ${ttl:-6s}): new lease $(stats "${leases[@]}"); first ack from the new leader $(stats "${acks[@]}")"

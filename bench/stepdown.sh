@@ -20,14 +20,7 @@ work=$(mktemp -d /tmp/vtop-stepdown-bench.XXXXXX)
 CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1 CL_LEASE=${VTOP_LEASE:-}
 # shellcheck source-path=SCRIPTDIR source=../scripts/cluster-lib.sh
 . "$top/scripts/cluster-lib.sh"
-prod=
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    [ -n "$prod" ] && kill -KILL "$prod" 2>/dev/null
-    cl_stop_all
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+trap cl_cleanup EXIT
 ctl() { "$bin/vtopctl" "$@"; }
 cl_managed_up bench 1 --replication-factor 3 >/dev/null
 tepoch=$(ctl topic describe --config "$work/admin.yaml" --name bench |
@@ -56,7 +49,7 @@ for k in $(seq 1 "$rounds"); do
     ctl produce --config "$work/c$via.yaml" --records "$records" --batch 16 --value-bytes 128 \
         --first-sequence "$total" --durability quorum --reconnect-seconds 60 \
         --max-retries 100000 --acked-file "$work/acked" --json >"$work/p$k.json" 2>"$work/p$k.err" &
-    prod=$!
+    CL_CHILD=$!
     while [ "$(cat "$work/acked" 2>/dev/null || echo 0)" -lt 5000 ]; do sleep 0.02; done
     t0=$(date +%s%N)
     ctl range step-down --config "$work/c$old.yaml" >"$work/s$k.out" 2>&1 || {
@@ -70,11 +63,11 @@ for k in $(seq 1 "$rounds"); do
         sleep 0.01
     done
     t2=$(date +%s%N)
-    wait "$prod" || {
+    wait "$CL_CHILD" || {
         echo "round $k: producer failed: $(cat "$work/p$k.json") $(tail -3 "$work/p$k.err")"
         exit 1
     }
-    prod=
+    CL_CHILD=
     total=$((total + records))
     gap=$(sed -n 's/.*"max_ack_gap_ms":\([0-9]*\).*/\1/p' "$work/p$k.json")
     gaps+=("$gap")

@@ -289,6 +289,33 @@ cl_stop_all() {
     for n in 1 2 3; do cl_kill "$n" KILL; done
 }
 
+# CL_CHILD: the PID of a client a script runs in the background (a
+# producer); empty when none. cl_cleanup stops it with the nodes.
+CL_CHILD=
+
+# cl_cleanup: the EXIT trap of a cluster script: SIGKILLs CL_CHILD and every
+# node by PID, and removes CL_WORK unless KEEP is set.
+cl_cleanup() {
+    [ -n "$CL_CHILD" ] && kill -KILL "$CL_CHILD" 2>/dev/null
+    cl_stop_all
+    [ -n "${KEEP:-}" ] || rm -rf "$CL_WORK"
+}
+
+# cl_fail MSG [FILE...]: prints "FAIL: MSG", the last 25 lines of every
+# node's log and the last 20 of each FILE that exists to stderr; exits 1.
+cl_fail() {
+    local n f
+    echo "FAIL: $1" >&2
+    shift
+    for n in 1 2 3; do
+        [ -f "$CL_WORK/n$n.log" ] && { echo "--- node $n" >&2; tail -n 25 "$CL_WORK/n$n.log" >&2; }
+    done
+    for f in "$@"; do
+        [ -f "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 20 "$f" >&2; }
+    done
+    exit 1
+}
+
 # cl_wait_hwm NODE RANGE_CFG MIN: waits until the node's HWM for the
 # config's range (its range_id, or its topic and index) reaches MIN (status
 # JSON), at most ~20 s.

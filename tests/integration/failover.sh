@@ -24,22 +24,8 @@ CL_TOP=$src CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1
 CL_LEASE="{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms, promote_timeout: 1s}"
 # shellcheck source-path=SCRIPTDIR source=../../scripts/cluster-lib.sh
 . "$src/scripts/cluster-lib.sh"
-prod_pid=
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    [ -n "$prod_pid" ] && kill -KILL "$prod_pid" 2>/dev/null
-    cl_stop_all
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for n in 1 2 3; do
-        [ -f "$work/n$n.log" ] && { echo "--- node $n" >&2; tail -n 25 "$work/n$n.log" >&2; }
-    done
-    [ -f "$work/produce.err" ] && { echo "--- producer" >&2; tail -n 20 "$work/produce.err" >&2; }
-    exit 1
-}
+trap cl_cleanup EXIT
+fail() { cl_fail "$*" "$work/produce.err"; }
 ctl() { "$bin/vtopctl" "$@"; }
 # every node we started is still running (a crash fails the test at once)
 alive() {
@@ -223,19 +209,19 @@ records=60000
 ctl produce --config "$work/client-n$via.yaml" --records "$records" --batch 64 \
     --value-bytes 128 --durability quorum --reconnect-seconds 30 --acked-file "$work/acked" \
     --json >"$work/produce.json" 2>"$work/produce.err" &
-prod_pid=$!
+CL_CHILD=$!
 for _ in $(seq 1 300); do
     [ -f "$work/acked" ] && [ "$(cat "$work/acked")" -ge 5000 ] && break
-    kill -0 "$prod_pid" 2>/dev/null || fail "the producer ended early: $(cat "$work/produce.json")"
+    kill -0 "$CL_CHILD" 2>/dev/null || fail "the producer ended early: $(cat "$work/produce.json")"
     alive
     sleep 0.05
 done
 before=$(cat "$work/acked")
 echo "SIGKILL node $old (the leader of range 0) after $before acknowledged records"
 cl_kill "$old" KILL
-wait "$prod_pid"
+wait "$CL_CHILD"
 rc=$?
-prod_pid=
+CL_CHILD=
 [ "$rc" -eq 0 ] || fail "producer exit $rc: $(cat "$work/produce.json")"
 grep -q "\"acked_total\":$records" "$work/produce.json" || fail "not all acked: $(cat "$work/produce.json")"
 grep -q '"duplicates":0' "$work/produce.json" ||

@@ -28,19 +28,8 @@ CL_TOP=$src CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1
 CL_LEASE="{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms, promote_timeout: 1s}"
 # shellcheck source-path=SCRIPTDIR source=../../scripts/cluster-lib.sh
 . "$src/scripts/cluster-lib.sh"
-# shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() {
-    cl_stop_all
-    [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    for n in 1 2 3; do
-        [ -f "$work/n$n.log" ] && { echo "--- node $n" >&2; tail -n 25 "$work/n$n.log" >&2; }
-    done
-    exit 1
-}
+trap cl_cleanup EXIT
+fail() { cl_fail "$*"; }
 ctl() { "$bin/vtopctl" "$@"; }
 series() { # NODE NAME [LABEL-SUBSTRING]: the value of the first matching series ("" if none)
     curl -s "http://$(cl_obs "$1")/metrics" |
