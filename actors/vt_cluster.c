@@ -690,6 +690,17 @@ vt_cluster__schedule(struct vt_cluster *cl, uint64_t ms)
     vt_timer_arm(cl->core, &cl->tick, ms);
 }
 
+/* Reads metadata now: a round at once, or one more right after the round
+ * under way (which may have read before the news). */
+static void
+read_now(struct vt_cluster *cl)
+{
+    if (!cl->busy)
+        cl_schedule(cl, 0);
+    else
+        cl->reread = true;
+}
+
 /* A replica saw an epoch above its view: read metadata now. */
 static void
 kick(struct vt_core *core, const struct vt_msg *m)
@@ -697,12 +708,8 @@ kick(struct vt_core *core, const struct vt_msg *m)
     (void)core;
     struct vt_cluster *cl = m->ptr;
     CL_OWNED(cl);
-    if (cl->stopping || cl->phase != CL_RUNNING)
-        return;
-    if (!cl->busy)
-        cl_schedule(cl, 0);
-    else
-        cl->reread = true; /* the round under way may have read before it */
+    if (!cl->stopping && cl->phase == CL_RUNNING)
+        read_now(cl);
 }
 
 void
@@ -738,10 +745,7 @@ handoff_home(struct vt_core *core, const struct vt_msg *m)
             VT_INFO("cluster: range %u of topic %s was handed over to this node after epoch "
                     "%llu: campaigning now", r->view.index, r->view.topic_name,
                     (unsigned long long)h->epoch);
-            if (!cl->busy)
-                cl_schedule(cl, 0);
-            else
-                cl->reread = true; /* the round under way read too early: one more at once */
+            read_now(cl);
         }
     }
     free(h);

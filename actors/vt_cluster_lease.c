@@ -147,7 +147,8 @@ op_send(struct vt_cluster *cl, struct cl_range *r, enum cl_op_kind kind, uint64_
     if (cl->n_deferred >= CL_DEFERRED_MAX(cl)) {
         if (cl->deferred_dropped++ % 1024 == 0)
             VT_WARN("cluster: %u range operations wait for full rings; operation %d for range "
-                    "%u of topic %s is dropped (the next round decides again)",
+                    "%u of topic %s is dropped (decided again next round; a promotion at the "
+                    "lease's local deadline)",
                     cl->n_deferred, (int)kind, r->view.index, r->view.topic_name);
         free(op);
         return;
