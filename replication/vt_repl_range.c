@@ -409,35 +409,35 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     return vt_repl__link_send(link_of(rr, f), VT_K_REPL_FENCE, buf, w.len, &tag);
 }
 
-static void
-op_send_hwm(void *arg, uint32_t f, uint64_t hwm)
+/* One kind-62 body (range, epoch, HWM) to follower f as `kind`: an HWM
+ * update (62) or a hand-off (69), both one-way. */
+static int
+send_hwm_body(struct vt_repl_range *rr, uint32_t f, uint16_t kind, uint64_t epoch, uint64_t hwm)
 {
-    struct vt_repl_range *rr = arg;
-    VT_REPL_OWNED(rr);
-    struct vt_repl_hwm m = {.range = rr->cfg.ident, .epoch = rr->epoch, .hwm = hwm};
-    uint8_t buf[512];
-    struct vt_wr w;
-    vt_wr_init(&w, buf, sizeof(buf));
-    vt_repl_encode_hwm(&w, &m);
-    struct vt_peer_req_tag tag = {0};
-    /* fire and forget: a lost update is repaired by the next append or update */
-    if (vt_repl__link_send(link_of(rr, f), VT_K_REPL_HWM, buf, w.len, &tag) != 0)
-        return;
-}
-
-int
-vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch)
-{
-    VT_REPL_OWNED(rr);
-    struct vt_repl_hwm m = {.range = rr->cfg.ident, .epoch = epoch,
-                            .hwm = vt_repl_range_hwm(rr)};
+    struct vt_repl_hwm m = {.range = rr->cfg.ident, .epoch = epoch, .hwm = hwm};
     uint8_t buf[512];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
     vt_repl_encode_hwm(&w, &m);
     VT_ASSERT(vt_wr_ok(&w));
     struct vt_peer_req_tag tag = {0};
-    return vt_repl__link_send(link_of(rr, f), VT_K_REPL_HANDOFF, buf, w.len, &tag);
+    return vt_repl__link_send(link_of(rr, f), kind, buf, w.len, &tag);
+}
+
+static void
+op_send_hwm(void *arg, uint32_t f, uint64_t hwm)
+{
+    struct vt_repl_range *rr = arg;
+    VT_REPL_OWNED(rr);
+    /* fire and forget: a lost update is repaired by the next append or update */
+    (void)send_hwm_body(rr, f, VT_K_REPL_HWM, rr->epoch, hwm);
+}
+
+int
+vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch)
+{
+    VT_REPL_OWNED(rr);
+    return send_hwm_body(rr, f, VT_K_REPL_HANDOFF, epoch, vt_repl_range_hwm(rr));
 }
 
 struct catchup {
