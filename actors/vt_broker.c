@@ -105,12 +105,19 @@ register_metrics(struct vt_broker *b)
     m->repl_fenced_refusals = reg_counter(b, "repl_fenced_refusals_total", NULL,
                                           "Replica requests refused for a stale epoch or a "
                                           "sender that is not the leader.");
+    m->repl_catchups = reg_counter(b, "repl_catchups_total", NULL,
+                                   "Promotions that found this node behind and copied the "
+                                   "missing records from a follower first.");
+    m->repl_catchup_records = reg_counter(b, "repl_catchup_records_total", NULL,
+                                          "Records promoting leaders on this node copied from "
+                                          "a follower.");
     int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
                  m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
                  m->budget_core_used, m->produce_latency, m->commit_sync, m->commit_batches,
                  m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3],
                  m->repl_resyncs, m->repl_fences, m->repl_truncated, m->repl_quorum_timeouts,
-                 m->repl_appends_served, m->repl_fenced_refusals};
+                 m->repl_appends_served, m->repl_fenced_refusals, m->repl_catchups,
+                 m->repl_catchup_records};
     for (size_t i = 0; i < VT_ARRAY_LEN(ids); i++)
         if (ids[i] < 0)
             return ids[i];
@@ -306,7 +313,8 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
         .m = {.resyncs = b->m.repl_resyncs, .fences = b->m.repl_fences,
               .truncated = b->m.repl_truncated, .quorum_timeouts = b->m.repl_quorum_timeouts,
               .appends_served = b->m.repl_appends_served,
-              .fenced_refusals = b->m.repl_fenced_refusals}};
+              .fenced_refusals = b->m.repl_fenced_refusals,
+              .catchups = b->m.repl_catchups, .catchup_records = b->m.repl_catchup_records}};
     memcpy(rc.node_uuid, cfg->node_uuid, 16);
     if (vt_node_config_managed(cfg)) {
         /* peers come from metadata: any node certificate of the cluster CA

@@ -98,6 +98,7 @@ struct vt_broker_metrics {
     int overloaded[4];         /* [connection, range, core, inflight] */
     int repl_resyncs, repl_fences, repl_truncated, repl_quorum_timeouts; /* counters */
     int repl_appends_served, repl_fenced_refusals;                       /* counters */
+    int repl_catchups, repl_catchup_records;                             /* counters */
 };
 
 /* immutable after boot */

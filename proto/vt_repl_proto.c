@@ -24,6 +24,9 @@ vt_repl_kind_name(uint16_t kind)
     case VT_K_REPL_HISTORY_RESP: return "EpochHistoryResponse";
     case VT_K_REPL_FENCE: return "ReplicaFence";
     case VT_K_REPL_FENCE_RESP: return "ReplicaFenceResponse";
+    case VT_K_REPL_HANDOFF: return "LeaderHandoff";
+    case VT_K_REPL_READ: return "ReplicaRead";
+    case VT_K_REPL_READ_RESP: return "ReplicaReadResponse";
     default: return "Unknown";
     }
 }
@@ -140,23 +143,25 @@ vt_repl_encode_append_head(struct vt_wr *w, const struct vt_repl_append *m)
     vt_wr_u32(w, m->batches_len);
 }
 
-/* The batches field: >= 1 whole valid batches, contiguous from
- * expected_base. Sets batch_count and end_offset. */
+/* A batches field of `len` bytes: whole valid batches, contiguous from
+ * `base` (the field `base_name`; at least one unless `allow_empty`). Sets *count and *end. */
 static int
-check_batches(struct vt_repl_append *m, const struct vt_repl_limits *lim, const char **why)
+check_batches(const uint8_t *batches, uint32_t len, uint64_t base, const char *base_name,
+              bool allow_empty,
+              const struct vt_repl_limits *lim, uint32_t *count, uint64_t *end, const char **why)
 {
-    if (m->batches_len == 0) {
+    if (len == 0 && !allow_empty) {
         *why = "batches: empty (an append carries at least one batch)";
         return -EBADMSG;
     }
     size_t pos = 0;
-    uint64_t next = m->expected_base;
+    uint64_t next = base;
     uint32_t i = 0;
-    while (pos < m->batches_len) {
+    while (pos < len) {
         struct vt_batch_hdr h;
         const char *bwhy = NULL;
-        size_t left = m->batches_len - pos;
-        int rc = vt_batch_validate(m->batches + pos, left, lim->max_batch_bytes,
+        size_t left = len - pos;
+        int rc = vt_batch_validate(batches + pos, left, lim->max_batch_bytes,
                                    lim->max_record_bytes, &h, &bwhy);
         if (rc == -EAGAIN) {
             *why = vt_proto_why("batches: batch %" PRIu32 " at byte %zu is cut short (%zu bytes left)",
@@ -171,8 +176,8 @@ check_batches(struct vt_repl_append *m, const struct vt_repl_limits *lim, const 
         if (h.base_offset != next) {
             if (i == 0)
                 *why = vt_proto_why("batches: first batch base_offset %" PRIu64
-                               " != expected_base %" PRIu64,
-                               h.base_offset, next);
+                               " != %s %" PRIu64,
+                               h.base_offset, base_name, next);
             else
                 *why = vt_proto_why("batches: batch %" PRIu32 " base_offset %" PRIu64
                                ", expected %" PRIu64 " (batches must be contiguous)",
@@ -184,8 +189,8 @@ check_batches(struct vt_repl_append *m, const struct vt_repl_limits *lim, const 
         pos += h.batch_len;
         i++;
     }
-    m->batch_count = i;
-    m->end_offset = next;
+    *count = i;
+    *end = next;
     return 0;
 }
 
@@ -212,7 +217,8 @@ vt_repl_decode_append(const uint8_t *p, size_t len, const struct vt_repl_limits 
     if (rc == 0)
         rc = vt_proto_finish(&r, why);
     if (rc == 0)
-        rc = check_batches(m, lim, why);
+        rc = check_batches(m->batches, m->batches_len, m->expected_base, "expected_base", false, lim,
+                           &m->batch_count, &m->end_offset, why);
     return rc;
 }
 
@@ -578,4 +584,96 @@ vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *h
     if (rc == 0)
         rc = dec_history(&r, hist, &m->history, &m->history_count, why);
     return rc != 0 ? rc : vt_proto_finish(&r, why);
+}
+
+/* ---- read (77/78) ------------------------------------------------------------------ */
+
+void
+vt_repl_encode_read(struct vt_wr *w, const struct vt_repl_read *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->epoch);
+    vt_wr_raw(w, m->leader_node, VT_REPL_NODE_ID_BYTES);
+    vt_wr_u64(w, m->from);
+    vt_wr_u32(w, m->max_bytes);
+}
+
+int
+vt_repl_decode_read(const uint8_t *p, size_t len, struct vt_repl_read *m, const char **why)
+{
+    VT_ASSERT(m != NULL && why != NULL);
+    struct vt_rd r;
+    const uint8_t *node = NULL;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "epoch", &m->epoch) ||
+        vt_rd_raw(&r, "leader_node", VT_REPL_NODE_ID_BYTES, &node) ||
+        vt_rd_u64(&r, "from", &m->from) || vt_rd_u32(&r, "max_bytes", &m->max_bytes))
+        return vt_proto_fail(&r, why);
+    memcpy(m->leader_node, node, VT_REPL_NODE_ID_BYTES);
+    rc = check_epoch_nonzero(m->epoch, why);
+    if (rc == 0 && m->max_bytes == 0) {
+        *why = "max_bytes: must be > 0";
+        rc = -EBADMSG;
+    }
+    return rc != 0 ? rc : vt_proto_finish(&r, why);
+}
+
+void
+vt_repl_encode_read_resp_head(struct vt_wr *w, const struct vt_repl_read_resp *m)
+{
+    vt_range_ident_encode(w, &m->range);
+    vt_wr_u64(w, m->held_epoch);
+    vt_wr_u64(w, m->durable);
+    vt_wr_u64(w, m->next_offset);
+    vt_wr_u64(w, m->start_offset);
+    vt_wr_u64(w, m->from);
+    vt_wr_u32(w, m->batches_len);
+}
+
+void
+vt_repl_encode_read_resp(struct vt_wr *w, const struct vt_repl_read_resp *m)
+{
+    VT_ASSERT(m->batches != NULL || m->batches_len == 0);
+    vt_repl_encode_read_resp_head(w, m);
+    vt_wr_raw(w, m->batches, m->batches_len);
+}
+
+int
+vt_repl_decode_read_resp(const uint8_t *p, size_t len, const struct vt_repl_limits *lim,
+                         struct vt_repl_read_resp *m, const char **why)
+{
+    VT_ASSERT(lim != NULL && m != NULL && why != NULL);
+    VT_ASSERT(lim->max_batches_bytes > 0 && lim->max_batch_bytes > 0 && lim->max_record_bytes > 0);
+    struct vt_rd r;
+    vt_rd_init(&r, p, len);
+    memset(m, 0, sizeof(*m));
+    int rc = dec_range(&r, &m->range, why);
+    if (rc != 0)
+        return rc;
+    if (vt_rd_u64(&r, "held_epoch", &m->held_epoch) || vt_rd_u64(&r, "durable", &m->durable) ||
+        vt_rd_u64(&r, "next_offset", &m->next_offset) ||
+        vt_rd_u64(&r, "start_offset", &m->start_offset) || vt_rd_u64(&r, "from", &m->from) ||
+        vt_rd_bytes(&r, "batches", lim->max_batches_bytes, &m->batches, &m->batches_len))
+        return vt_proto_fail(&r, why);
+    rc = check_durable(m->durable, m->next_offset, why);
+    if (rc == 0)
+        rc = vt_proto_finish(&r, why);
+    if (rc == 0)
+        rc = check_batches(m->batches, m->batches_len, m->from, "from", true, lim,
+                           &m->batch_count, &m->end_offset, why);
+    if (rc == 0 && m->batches_len > 0 && m->from < m->start_offset) {
+        *why = vt_proto_why("batches start at %" PRIu64 ", below start_offset %" PRIu64, m->from,
+                            m->start_offset);
+        rc = -EBADMSG;
+    }
+    if (rc == 0 && m->end_offset > m->durable) {
+        *why = vt_proto_why("batches end at %" PRIu64 ", beyond durable %" PRIu64,
+                            m->end_offset, m->durable);
+        rc = -EBADMSG;
+    }
+    return rc;
 }

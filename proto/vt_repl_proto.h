@@ -29,6 +29,14 @@
  *                               hwm u64 | start_offset u64
  *   67    EpochHistory          range
  *   68    EpochHistoryResp      range | history
+ *   77    ReplicaRead           range | epoch u64 (> 0) | leader_node 16 B | from u64 |
+ *                               max_bytes u32 (> 0): a promoting leader that is
+ *                               behind asks a replica for its durable batches
+ *   78    ReplicaReadResp       range | held_epoch u64 | durable u64 | next_offset u64 |
+ *                               start_offset u64 | from u64 |
+ *                               batches u32 len (0 .. limit) + whole record batches
+ *                               contiguous from `from`, all below `durable` (none:
+ *                               nothing durable at `from` yet)
  *   75    ReplicaFence          range | epoch u64 (> 0) | leader_node 16 B |
  *                               leader_next u64 | history (the caller's)
  *   76    ReplicaFenceResp      range | held_epoch u64 | durable u64 | next_offset u64 |
@@ -43,7 +51,9 @@
  *  - durable <= next_offset (a replica cannot have synced what it has not
  *    written) and, in a status, start_offset <= next_offset. hwm is not
  *    compared with durable: it is the follower's last known value;
- *  - request epochs (append, HWM update, fence) are > 0; a status may ask
+ *  - a read answer's batches are 0 or more whole valid batches, contiguous
+ *    from `from`, ending at or below `durable`;
+ *  - request epochs (append, HWM update, fence, read) are > 0; a status may ask
  *    for epoch 0 ("any");
  *  - histories pass vt_epoch_history_validate.
  * Unknown error codes are accepted (newer peers may add codes).
@@ -81,6 +91,8 @@ enum vt_repl_kind {
     VT_K_REPL_HISTORY_RESP = 68,
     VT_K_REPL_FENCE = 75,
     VT_K_REPL_FENCE_RESP = 76,
+    VT_K_REPL_READ = 77,
+    VT_K_REPL_READ_RESP = 78,
 };
 
 /* Error codes used on the replica plane (same numbers as the client plane's
@@ -202,6 +214,30 @@ struct vt_repl_fence_resp {
     uint32_t history_count;
 };
 
+/* Kind 77. */
+struct vt_repl_read {
+    struct vt_range_ident range;
+    uint64_t epoch; /* the reader's (promoting leader's) epoch */
+    uint8_t leader_node[VT_REPL_NODE_ID_BYTES];
+    uint64_t from;      /* first offset wanted */
+    uint32_t max_bytes; /* the answer's batches field at most (the server may send less) */
+};
+
+/* Kind 78. On decode, batches points into the payload; batch_count and
+ * end_offset are derived. */
+struct vt_repl_read_resp {
+    struct vt_range_ident range;
+    uint64_t held_epoch;
+    uint64_t durable;      /* the server's local committed offset */
+    uint64_t next_offset;
+    uint64_t start_offset; /* its first retained offset */
+    uint64_t from;         /* base offset of the first batch */
+    const uint8_t *batches;
+    uint32_t batches_len;
+    uint32_t batch_count; /* decode only */
+    uint64_t end_offset;  /* decode only: offset after the last record (from if none) */
+};
+
 /* Kind 40 is struct vt_error_msg with vt_proto_encode_error /
  * vt_proto_decode_error (proto/vt_proto_err.h): the same bytes on both planes. */
 
@@ -230,6 +266,11 @@ void vt_repl_encode_history(struct vt_wr *w, const struct vt_repl_history *m);
 void vt_repl_encode_history_resp(struct vt_wr *w, const struct vt_repl_history_resp *m);
 void vt_repl_encode_fence(struct vt_wr *w, const struct vt_repl_fence *m);
 void vt_repl_encode_fence_resp(struct vt_wr *w, const struct vt_repl_fence_resp *m);
+void vt_repl_encode_read(struct vt_wr *w, const struct vt_repl_read *m);
+void vt_repl_encode_read_resp(struct vt_wr *w, const struct vt_repl_read_resp *m);
+/* Everything of a kind-78 body up to and including the batches length; the
+ * batch bytes follow it (a vectored write). */
+void vt_repl_encode_read_resp_head(struct vt_wr *w, const struct vt_repl_read_resp *m);
 
 /* ---- decoders ---------------------------------------------------------------
  * Return 0, or -EBADMSG / -EMSGSIZE with *why naming the field (a string
@@ -264,5 +305,11 @@ int vt_repl_decode_fence(const uint8_t *p, size_t len, struct vt_epoch_entry *hi
                          struct vt_repl_fence *m, const char **why) VT_MUST_USE;
 int vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *hist,
                               struct vt_repl_fence_resp *m, const char **why) VT_MUST_USE;
+int vt_repl_decode_read(const uint8_t *p, size_t len, struct vt_repl_read *m,
+                        const char **why) VT_MUST_USE;
+/* Batches checked under `lim` (max_batches_bytes bounds the field), ending
+ * at or below durable, not starting below start_offset. */
+int vt_repl_decode_read_resp(const uint8_t *p, size_t len, const struct vt_repl_limits *lim,
+                             struct vt_repl_read_resp *m, const char **why) VT_MUST_USE;
 
 #endif

@@ -105,6 +105,11 @@ struct vt_repl_probe {
      * wrote: the leader missed a whole leadership (behind, whatever the
      * offsets say) */
     bool newer;
+    /* the answer as given (set by vt_repl_probe_qualify): the newest epoch
+     * under which it wrote records (0: none) and its durable offset, which
+     * rank replicas as catch-up sources (vt_repl_catchup_source) */
+    uint64_t last_epoch;
+    uint64_t durable;
 };
 
 enum vt_repl_establish_kind {
@@ -134,6 +139,16 @@ struct vt_repl_establish vt_repl_establish(struct vt_repl_probe leader,
                                            const struct vt_repl_probe *follower, uint32_t n,
                                            uint32_t rf);
 const char *vt_repl_establish_name(enum vt_repl_establish_kind k);
+/* The newest epoch under which a log with history h[0..n) and end `next`
+ * wrote records, 0 if none (epochs that wrote nothing are skipped). Pure. */
+uint64_t vt_repl_last_written_epoch(const struct vt_epoch_entry *h, uint32_t n, uint64_t next);
+/* The follower a leader that is behind copies the missing records from:
+ * the present answer with the newest last_epoch, then the largest durable
+ * offset (the most up-to-date log, as Raft compares them), provided it is
+ * ahead of the leader's own (own_last_epoch, own_durable). The index, or n
+ * when no answer is ahead (nothing to copy: the refusal stands). Pure. */
+uint32_t vt_repl_catchup_source(const struct vt_repl_probe *follower, uint32_t n,
+                                uint64_t own_last_epoch, uint64_t own_durable);
 /* A follower's promotion probe as the boundary counts it, qualified by epoch
  * histories (`own`: the promoting leader's and its log end; `theirs`: the
  * follower's answer), epochs that wrote nothing skipped on both sides.

@@ -411,6 +411,90 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     vt_repl__rreq_answer(c, r);
 }
 
+/* ---- read: a promoting leader that is behind copies from this replica ----------------- */
+
+static void
+on_read_done(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next,
+             void *arg)
+{
+    (void)next;
+    struct vt_rreq *r = arg;
+    struct vt_repl_range *rr = r->rr;
+    struct vt_core *c = vt_core_self();
+    VT_REPL_OWNED(rr);
+    struct vt_repl_read q;
+    const char *why = NULL;
+    int drc = vt_repl_decode_read(r->payload, r->len, &q, &why); /* it decoded before */
+    if (rc != 0 || drc != 0) {
+        rreq_log_error(c, r, VT_REPL_ERR_READ, rc != 0 ? rc : -EINVAL,
+                       "reading the log for a catch-up");
+        return;
+    }
+    struct vt_repl_read_resp m = {.range = rr->cfg.ident, .held_epoch = rr->epoch,
+                                  .durable = vt_rlog_committed(l),
+                                  .next_offset = vt_rlog_next_offset(l),
+                                  .start_offset = vt_rlog_start_offset(l), .from = q.from,
+                                  .batches = buf, .batches_len = (uint32_t)len};
+    if (m.durable < q.from) /* truncated meanwhile: nothing to offer from there */
+        m.durable = q.from > m.next_offset ? m.next_offset : q.from;
+    size_t cap = len + 1024;
+    r->resp = malloc(cap);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    struct vt_wr w;
+    vt_wr_init(&w, r->resp, cap);
+    vt_repl_encode_read_resp(&w, &m);
+    answer(c, r, VT_K_REPL_READ_RESP, &w);
+}
+
+/* Only the leader this replica's view names, at the epoch it holds (it
+ * was probed first), reads; the answer holds whole durable batches. */
+static void
+serve_read(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
+{
+    struct vt_repl_read m;
+    const char *why = NULL;
+    if (vt_repl_decode_read(r->payload, r->len, &m, &why) != 0) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaRead: %s", why);
+        return;
+    }
+    if (!sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+        return;
+    if (m.epoch != rr->epoch) {
+        vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
+        vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "read at epoch %llu refused: this replica "
+                            "holds epoch %llu", (unsigned long long)m.epoch,
+                            (unsigned long long)rr->epoch);
+        return;
+    }
+    uint64_t start = vt_rlog_start_offset(rr->log), committed = vt_rlog_committed(rr->log);
+    if (m.from < start) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "read from %llu refused: this "
+                            "replica's log starts at %llu (retention removed the rest)",
+                            (unsigned long long)m.from, (unsigned long long)start);
+        return;
+    }
+    if (m.from > committed) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "read from %llu refused: this "
+                            "replica holds records durably only below %llu",
+                            (unsigned long long)m.from, (unsigned long long)committed);
+        return;
+    }
+    /* whole batches, in one frame: at least one of the largest, at most
+     * what was asked for */
+    const struct vt_repl_node_config *cfg = &rr->n->cfg;
+    size_t cap = m.max_bytes;
+    if (cap < cfg->max_batch_bytes)
+        cap = cfg->max_batch_bytes;
+    if (cap > cfg->max_frame_bytes - 1024u)
+        cap = cfg->max_frame_bytes - 1024u;
+    int rc = vt_rlog_read(rr->log, m.from, UINT64_MAX, cap, NULL, on_read_done, r);
+    if (rc != 0)
+        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up");
+}
+
 /* The leader that named this replica its successor released its lease at
  * m.epoch: campaign now instead of at the next metadata poll. Only the
  * leader of the view, at the epoch this replica holds, is heard. */
@@ -468,6 +552,7 @@ vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
     case VT_K_REPL_HISTORY: serve_history(c, r, rr); return;
     case VT_K_REPL_HWM: serve_hwm(c, r, rr); return;
     case VT_K_REPL_HANDOFF: serve_handoff(c, r, rr); return;
+    case VT_K_REPL_READ: serve_read(c, r, rr); return;
     default:
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "unexpected kind %u", r->kind);
     }

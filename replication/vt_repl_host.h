@@ -52,6 +52,7 @@ struct vt_repl_peer {
 /* Counter ids the host registered (vt_metrics_counter) for the plane. */
 struct vt_repl_metric_ids {
     int resyncs, fences, truncated, quorum_timeouts, appends_served, fenced_refusals;
+    int catchups, catchup_records; /* promotions that copied from a peer; records copied */
 };
 
 /* The node's replica plane. immutable after boot */
@@ -229,6 +230,7 @@ struct vt_repl_promote_result {
     uint64_t boundary;  /* ESTABLISHED / LEADER_BEHIND */
     uint32_t answered;  /* followers that answered the fence */
     uint32_t rf;        /* the replica set */
+    uint64_t caught_up; /* records the leader copied from a follower first (it was behind) */
     const char *why;    /* static text, or NULL */
 };
 typedef void vt_repl_promote_cb(void *arg, const struct vt_repl_promote_result *r);
@@ -236,7 +238,11 @@ typedef void vt_repl_promote_cb(void *arg, const struct vt_repl_promote_result *
 /* Lead at `epoch`: refuse (-ESTALE) an epoch below the held one or released
  * here; raise the held epoch durably (history (epoch, next_offset)); fence
  * every follower at it, retrying for up to promote_timeout_ms; establish
- * (vt_repl_establish). ESTABLISHED: HWM = max(current, boundary), the
+ * (vt_repl_establish). LeaderBehind with a quorum answering and a follower
+ * ahead of this log: copy what it lacks from the most up-to-date follower
+ * (cutting first what of this log that follower's history supersedes, never
+ * below the HWM this replica knows), then probe every follower again (at
+ * most 3 rounds). ESTABLISHED: HWM = max(current, boundary), the
  * marker (if configured) is appended, produce is accepted. Anything else
  * suspends at the epoch (produce refused retryably); a later promote at the
  * same epoch verifies again. A verified leader promoted again at its epoch
@@ -275,7 +281,7 @@ struct vt_repl_range_state {
     uint64_t held_epoch, view_epoch;
     bool leader_known;
     uint8_t leader[16];       /* the leader the view names (this node when it leads) */
-    char reason[160];         /* SUSPENDED: why */
+    char reason[256];         /* SUSPENDED: why */
     uint64_t boundary;        /* of the last established promotion */
     uint64_t promote_ms;      /* how long the last promotion took */
 };

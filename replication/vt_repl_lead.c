@@ -61,9 +61,8 @@ next_written(const struct vt_epoch_entry *h, uint32_t n, uint64_t next, uint32_t
     return n;
 }
 
-/* The newest epoch under which this history wrote records, 0 if none. */
-static uint64_t
-last_written_epoch(const struct vt_epoch_entry *h, uint32_t n, uint64_t next)
+uint64_t
+vt_repl_last_written_epoch(const struct vt_epoch_entry *h, uint32_t n, uint64_t next)
 {
     uint64_t last = 0, end;
     for (uint32_t i = next_written(h, n, next, 0, &end); i < n;
@@ -83,9 +82,12 @@ vt_repl_probe_qualify(const struct vt_epoch_entry *own, uint32_t n_own, uint64_t
                       const struct vt_epoch_entry *theirs, uint32_t n_theirs, uint64_t their_next,
                       uint64_t their_durable)
 {
-    struct vt_repl_probe p = {.present = true, .offset = their_durable};
-    uint64_t mine = last_written_epoch(own, n_own, own_next);
-    if (last_written_epoch(theirs, n_theirs, their_next) > mine) {
+    struct vt_repl_probe p = {.present = true, .offset = their_durable,
+                              .durable = their_durable,
+                              .last_epoch = vt_repl_last_written_epoch(theirs, n_theirs,
+                                                                       their_next)};
+    uint64_t mine = vt_repl_last_written_epoch(own, n_own, own_next);
+    if (p.last_epoch > mine) {
         p.newer = true; /* it holds records of a leadership this log never saw */
         return p;
     }
@@ -118,6 +120,25 @@ vt_repl_probe_qualify(const struct vt_epoch_entry *own, uint32_t n_own, uint64_t
     if (agreed < p.offset)
         p.offset = agreed;
     return p;
+}
+
+uint32_t
+vt_repl_catchup_source(const struct vt_repl_probe *follower, uint32_t n, uint64_t own_last_epoch,
+                       uint64_t own_durable)
+{
+    uint32_t best = n;
+    uint64_t be = own_last_epoch, bd = own_durable;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vt_repl_probe *p = &follower[i];
+        if (!p->present)
+            continue;
+        if (p->last_epoch > be || (p->last_epoch == be && p->durable > bd)) {
+            best = i;
+            be = p->last_epoch;
+            bd = p->durable;
+        }
+    }
+    return best;
 }
 
 const char *

@@ -515,7 +515,8 @@ static bool
 known_kind(uint16_t k)
 {
     return k == VT_K_REPL_APPEND || k == VT_K_REPL_HWM || k == VT_K_REPL_STATUS ||
-           k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE || k == VT_K_REPL_HANDOFF;
+           k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE || k == VT_K_REPL_HANDOFF ||
+           k == VT_K_REPL_READ;
 }
 
 static size_t

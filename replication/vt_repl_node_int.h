@@ -73,6 +73,16 @@ struct vt_repl_promotion {
     struct vt_repl_probe probe[VT_REPL_MAX_FOLLOWERS];
     vt_repl_promote_cb *done;
     void *arg;
+    /* catching up (vt_repl_catchup.c): the leader was behind and copies
+     * what it lacks from follower cu_src before probing again */
+    bool catching;
+    uint32_t cu_src;
+    uint32_t cu_rounds;          /* catch-ups this promotion ran */
+    uint16_t cu_wait;            /* the kind awaited from cu_src (0: a log step runs) */
+    bool cu_resend;              /* that request could not be sent yet (-EAGAIN): the tick retries */
+    uint64_t cu_deadline_ns;     /* for the awaited answer */
+    uint64_t cu_records;         /* copied by this promotion */
+    uint64_t cu_target;          /* the source's durable offset, as last heard */
 };
 
 /* cfg: immutable after boot; the rest owner: cfg.core */
@@ -95,7 +105,7 @@ struct vt_repl_range {
     bool stopped, stepping;
     bool ready_pending;          /* a static leader calls ready once its epoch is raised */
     struct vt_repl_promotion pr; /* valid while ls.role == PROMOTING */
-    char reason[160];            /* suspended: why */
+    char reason[256];            /* suspended: why */
     uint16_t suspend_code;       /* suspended: the code produce is refused with */
     bool retry_static;           /* suspended by a failed verification: a static leader retries */
     uint64_t boundary, promote_ms, admitted;
@@ -105,6 +115,7 @@ struct vt_repl_range {
      * f: the most caught-up at that moment); handoff_epoch 0: none */
     uint32_t handoff_mask;
     uint64_t handoff_epoch;
+    uint64_t cu_gen;             /* bumped by every promotion and catch-up step: stale log callbacks */
     void (*ready)(void *arg);
     void *ready_arg;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
@@ -122,6 +133,7 @@ struct vt_peer_req_tag {
     uint64_t gen;
     uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
     bool probe;    /* a fence sent while promoting: it cuts nothing */
+    bool catchup;  /* a catch-up request (history or read) of generation `gen` */
 };
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
@@ -209,6 +221,25 @@ int vt_repl__send_handoff(struct vt_repl_range *rr, uint32_t f, uint64_t epoch) 
 struct vt_repl_fence_resp;
 struct vt_repl_probe vt_repl__qualify_probe(struct vt_repl_range *rr,
                                             const struct vt_repl_fence_resp *m);
+/* ---- a leader that is behind catching up (vt_repl_catchup.c) --------------------------- */
+
+/* Whether establish's LeaderBehind verdict can be answered by copying from a
+ * follower: starts doing so (true) or leaves the refusal to stand (false). */
+bool vt_repl__catchup_start(struct vt_repl_range *rr);
+/* An answer to a catch-up request (tag->catchup). */
+void vt_repl__catchup_answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag,
+                             uint16_t sent_kind, int rc, uint16_t kind, const uint8_t *payload,
+                             size_t len);
+/* The tick while catching up: the answer deadline and deferred sends. */
+void vt_repl__catchup_tick(struct vt_repl_range *rr, uint64_t now);
+/* vt_repl_promote.c: the promotion stops at LeaderBehind with `reason`
+ * (suspended at its epoch, driver dropped, done() answered). */
+void vt_repl__promote_behind(struct vt_repl_range *rr, const char *reason);
+/* vt_repl_promote.c: the catch-up is done: probe every follower again. */
+void vt_repl__promote_reprobe(struct vt_repl_range *rr);
+/* The range core's peer link for follower f (NULL: none yet). */
+struct vt_peer_link *vt_repl__follower_link(struct vt_repl_range *rr, uint32_t f);
+
 /* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);
 

@@ -98,6 +98,9 @@ promote_end(struct vt_repl_range *rr, struct vt_repl_promote_result *res)
     rr->promote_ms = (vt_clock_mono_ns() - rr->pr.started_ns) / 1000000u;
     res->answered = answered(rr);
     res->rf = rr->cfg.n_followers + 1;
+    res->caught_up = rr->pr.cu_records;
+    rr->pr.catching = false;
+    rr->cu_gen++; /* a catch-up step still running is stale from now */
     vt_repl__publish_role(rr);
     if (done != NULL)
         done(arg, res);
@@ -168,6 +171,42 @@ append_marker(struct vt_repl_range *rr)
 
 /* ---- establish ---------------------------------------------------------------------- */
 
+/* The promotion ends refused (rr->reason says why): suspended at its epoch,
+ * the driver dropped; a static leader retries after a window. */
+static void
+refuse(struct vt_repl_range *rr, struct vt_repl_promote_result *res)
+{
+    vt_repl_lead_promote_end(&rr->ls, false);
+    rr->suspend_code = VT_E_STORAGE;
+    rr->retry_static = true;
+    VT_WARN("range %s: %s: suspended", rr->cfg.ident.topic, rr->reason);
+    vt_repl__lead_stop(rr, VT_E_STORAGE, rr->reason);
+    rr->pr.deadline_ns = vt_clock_mono_ns() + window_ns(rr); /* static retry */
+    promote_end(rr, res);
+}
+
+void
+vt_repl__promote_behind(struct vt_repl_range *rr, const char *reason)
+{
+    VT_ASSERT(rr->ls.role == VT_REPL_ROLE_PROMOTING);
+    snprintf(rr->reason, sizeof(rr->reason), "%s", reason);
+    struct vt_repl_promote_result res = {.kind = VT_REPL_LEADER_BEHIND, .epoch = rr->pr.epoch,
+                                         .why = "leader behind"};
+    refuse(rr, &res);
+}
+
+void
+vt_repl__promote_reprobe(struct vt_repl_range *rr)
+{
+    VT_ASSERT(rr->ls.role == VT_REPL_ROLE_PROMOTING && rr->lead == NULL);
+    for (uint32_t f = 0; f < rr->cfg.n_followers; f++)
+        rr->pr.probe[f] = (struct vt_repl_probe){.present = false};
+    rr->pr.deadline_ns = vt_clock_mono_ns() + window_ns(rr);
+    int rc = vt_repl__lead_start(rr);
+    if (rc != 0)
+        promote_fail(rr, rc, "cannot start the replication driver");
+}
+
 static void
 establish(struct vt_repl_range *rr)
 {
@@ -179,10 +218,11 @@ establish(struct vt_repl_range *rr)
     struct vt_repl_promote_result res = {.kind = est.kind, .epoch = rr->pr.epoch,
                                          .boundary = est.boundary};
     uint32_t k = vt_repl_majority(rr->cfg.n_followers + 1);
+    /* behind, with a quorum answering: copy what is missing from the most
+     * up-to-date follower, then probe again (vt_repl_catchup.c) */
+    if (est.kind == VT_REPL_LEADER_BEHIND && rr->cfg.leases && vt_repl__catchup_start(rr))
+        return;
     if (est.kind != VT_REPL_ESTABLISHED) {
-        vt_repl_lead_promote_end(&rr->ls, false);
-        rr->suspend_code = VT_E_STORAGE;
-        rr->retry_static = true;
         if (est.kind == VT_REPL_QUORUM_UNAVAILABLE)
             snprintf(rr->reason, sizeof(rr->reason), "promotion at epoch %llu: quorum "
                      "unavailable (%u of %u replicas answered, %u needed)",
@@ -198,10 +238,7 @@ establish(struct vt_repl_range *rr)
                      (unsigned long long)rr->pr.epoch, (unsigned long long)committed,
                      (unsigned long long)est.required, est.answered, rr->cfg.n_followers + 1);
         res.why = est.kind == VT_REPL_QUORUM_UNAVAILABLE ? "quorum unavailable" : "leader behind";
-        VT_WARN("range %s: %s: suspended", rr->cfg.ident.topic, rr->reason);
-        vt_repl__lead_stop(rr, VT_E_STORAGE, rr->reason);
-        rr->pr.deadline_ns = vt_clock_mono_ns() + window_ns(rr); /* static retry */
-        promote_end(rr, &res);
+        refuse(rr, &res);
         return;
     }
     uint64_t inherited = rr->hwm_raw < committed ? rr->hwm_raw : committed;
@@ -237,7 +274,8 @@ establish(struct vt_repl_range *rr)
 void
 vt_repl__promote_probe(struct vt_repl_range *rr, uint32_t f, struct vt_repl_probe p)
 {
-    if (rr->ls.role != VT_REPL_ROLE_PROMOTING || !rr->pr.raised || f >= rr->cfg.n_followers)
+    if (rr->ls.role != VT_REPL_ROLE_PROMOTING || !rr->pr.raised || f >= rr->cfg.n_followers ||
+        rr->pr.catching)
         return;
     rr->pr.probe[f] = p;
     if (answered(rr) == rr->cfg.n_followers || quorum_proves_leader(rr))
@@ -324,6 +362,7 @@ vt_repl_range_promote(struct vt_repl_range *rr, uint64_t epoch, vt_repl_promote_
     rr->pr = (struct vt_repl_promotion){.epoch = epoch, .started_ns = now,
                                         .deadline_ns = now + window_ns(rr), .done = done,
                                         .arg = arg};
+    rr->cu_gen++;
     rr->marker_end = 0;
     vt_repl__publish_role(rr);
     rc = vt_rlog_begin_epoch(rr->log, epoch, promote_raised, rr);
@@ -515,6 +554,10 @@ vt_repl__promote_tick(struct vt_repl_range *rr)
     if (rr->stopped || rr->log == NULL)
         return;
     uint64_t now = vt_clock_mono_ns();
+    if (rr->ls.role == VT_REPL_ROLE_PROMOTING && rr->pr.catching) {
+        vt_repl__catchup_tick(rr, now);
+        return;
+    }
     if (rr->ls.role == VT_REPL_ROLE_PROMOTING && rr->pr.raised && now >= rr->pr.deadline_ns) {
         establish(rr);
         return;

@@ -192,6 +192,13 @@ link_of(struct vt_repl_range *rr, uint32_t f)
     return vt_repl__link(rr->n, rr->core, rr->fpeer[f]);
 }
 
+struct vt_peer_link *
+vt_repl__follower_link(struct vt_repl_range *rr, uint32_t f)
+{
+    VT_ASSERT(f < rr->cfg.n_followers);
+    return link_of(rr, f);
+}
+
 static void
 on_tick(struct vt_core *core, struct vt_timer *t)
 {
@@ -558,6 +565,10 @@ void
 vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uint16_t sent_kind,
                 int rc, uint16_t kind, const uint8_t *payload, size_t len)
 {
+    if (tag->catchup) { /* the driver is down while the leader copies */
+        vt_repl__catchup_answer(rr, tag, sent_kind, rc, kind, payload, len);
+        return;
+    }
     if (rr->lead == NULL || rr->stopped || rr->log == NULL || tag->inc != rr->lead_inc)
         return;
     VT_REPL_OWNED(rr);

@@ -70,6 +70,23 @@ fuzz_append(const uint8_t *data, size_t size, const struct vt_repl_limits *lim)
 }
 
 static void
+fuzz_read_resp(const uint8_t *data, size_t size, const struct vt_repl_limits *lim)
+{
+    struct vt_repl_read_resp m;
+    struct vt_wr w;
+    const char *why = NULL;
+    int rc = vt_repl_decode_read_resp(data, size, lim, &m, &why);
+    vt_wr_init(&w, out_buf, sizeof(out_buf));
+    if (rc == 0) {
+        if (m.end_offset < m.from || m.end_offset > m.durable || m.durable > m.next_offset ||
+            (m.batches_len == 0) != (m.batch_count == 0) || m.batches_len > lim->max_batches_bytes)
+            abort();
+        vt_repl_encode_read_resp(&w, &m);
+    }
+    check(rc, why, &w, data, size);
+}
+
+static void
 fuzz_small(const uint8_t *data, size_t size)
 {
     struct vt_wr w;
@@ -102,6 +119,8 @@ fuzz_small(const uint8_t *data, size_t size)
              vt_repl_encode_fence(&w, &m));
     FUZZ_ONE(struct vt_repl_fence_resp, vt_repl_decode_fence_resp(data, size, hist, &m, &why),
              vt_repl_encode_fence_resp(&w, &m));
+    FUZZ_ONE(struct vt_repl_read, vt_repl_decode_read(data, size, &m, &why),
+             vt_repl_encode_read(&w, &m));
 #undef FUZZ_ONE
 }
 
@@ -145,6 +164,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data = empty; /* never hand NULL to memcmp, even for 0 bytes */
     fuzz_append(data, size, &small);
     fuzz_append(data, size, &large);
+    fuzz_read_resp(data, size, &small);
+    fuzz_read_resp(data, size, &large);
     fuzz_small(data, size);
     fuzz_multi_resp_and_error(data, size);
     return 0;
@@ -185,7 +206,7 @@ make_batches(uint64_t base, uint32_t count)
     return (uint32_t)len;
 }
 
-/* Kinds 60, 63, 61, 64 and 62. */
+/* Kinds 60, 63, 61, 64, 62, 77 and 78. */
 static int
 seed_appends(const char *dir, const struct vt_range_ident *r)
 {
@@ -218,6 +239,17 @@ seed_appends(const char *dir, const struct vt_range_ident *r)
     vt_wr_init(&w, out_buf, sizeof(out_buf));
     vt_repl_encode_hwm(&w, &hw);
     bad |= put(dir, "hwm", &w);
+
+    struct vt_repl_read rq = {.range = *r, .epoch = 5, .from = 9, .max_bytes = 4096};
+    vt_wr_init(&w, out_buf, sizeof(out_buf));
+    vt_repl_encode_read(&w, &rq);
+    bad |= put(dir, "read", &w);
+    struct vt_repl_read_resp rs = {.range = *r, .held_epoch = 5, .durable = 11,
+                                   .next_offset = 11, .from = 9, .batches = batches,
+                                   .batches_len = a.batches_len};
+    vt_wr_init(&w, out_buf, sizeof(out_buf));
+    vt_repl_encode_read_resp(&w, &rs);
+    bad |= put(dir, "read_resp", &w);
     return bad;
 }
 

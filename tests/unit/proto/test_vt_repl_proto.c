@@ -302,6 +302,69 @@ test_vt_repl_decode_fence_roundtrip(void **state)
 }
 
 static void
+test_vt_repl_decode_read_roundtrip(void **state)
+{
+    (void)state;
+    struct vt_repl_read m = {.epoch = 12, .from = UINT64_MAX - 1, .max_bytes = 1u << 20}, d;
+    range_r(&m.range, "orders", 2, 0x41, 1);
+    memset(m.leader_node, 0x5a, 16);
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    const char *why = NULL;
+    assert_int_equal(vt_repl_decode_read(buf, w.len, &d, &why), 0);
+    assert_range_eq(&d.range, &m.range);
+    assert_int_equal(d.epoch, 12);
+    assert_memory_equal(d.leader_node, m.leader_node, 16);
+    assert_int_equal(d.from, UINT64_MAX - 1);
+    assert_int_equal(d.max_bytes, 1u << 20);
+}
+
+/* The answer with batches (zero-copy), its head plus the batch bytes equal
+ * to the whole encoder, and an empty answer (nothing durable at `from`). */
+static void
+test_vt_repl_decode_read_resp_roundtrip(void **state)
+{
+    (void)state;
+    struct vt_repl_append a;
+    append_msg(&a, 40, 3, 2);
+    struct vt_repl_read_resp m = {.range = a.range, .held_epoch = 9, .durable = 46,
+                                  .next_offset = 50, .start_offset = 40, .from = 40,
+                                  .batches = a.batches, .batches_len = a.batches_len}, d;
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read_resp(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    size_t whole = w.len;
+    const char *why = NULL;
+    assert_int_equal(vt_repl_decode_read_resp(buf, whole, &lim, &d, &why), 0);
+    assert_int_equal(d.held_epoch, 9);
+    assert_int_equal(d.durable, 46);
+    assert_int_equal(d.next_offset, 50);
+    assert_int_equal(d.start_offset, 40);
+    assert_int_equal(d.from, 40);
+    assert_int_equal(d.batch_count, 3);
+    assert_int_equal(d.end_offset, 46);
+    assert_true(d.batches >= buf && d.batches < buf + whole);
+    assert_memory_equal(d.batches, a.batches, a.batches_len);
+    uint8_t head[512];
+    vt_wr_init(&w, head, sizeof(head));
+    vt_repl_encode_read_resp_head(&w, &m);
+    assert_true(vt_wr_ok(&w));
+    assert_int_equal(w.len + m.batches_len, whole);
+    assert_memory_equal(buf, head, w.len);
+    m.batches = NULL;
+    m.batches_len = 0;
+    m.from = 46;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read_resp(&w, &m);
+    assert_int_equal(vt_repl_decode_read_resp(buf, w.len, &lim, &d, &why), 0);
+    assert_int_equal(d.batch_count, 0);
+    assert_int_equal(d.end_offset, 46);
+}
+
+static void
 test_vt_proto_decode_error_roundtrip(void **state)
 {
     (void)state;
@@ -400,8 +463,11 @@ test_vt_repl_kind_and_error_names(void **state)
         {VT_K_REPL_HISTORY_RESP, "EpochHistoryResponse"},
         {VT_K_REPL_FENCE, "ReplicaFence"},
         {VT_K_REPL_FENCE_RESP, "ReplicaFenceResponse"},
+        {VT_K_REPL_HANDOFF, "LeaderHandoff"},
+        {VT_K_REPL_READ, "ReplicaRead"},
+        {VT_K_REPL_READ_RESP, "ReplicaReadResponse"},
         {0, "Unknown"},
-        {69, "Unknown"},
+        {70, "Unknown"},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(kinds); i++)
         assert_string_equal(vt_repl_kind_name(kinds[i].kind), kinds[i].name);
@@ -471,6 +537,8 @@ main(void)
         cmocka_unit_test(test_vt_repl_decode_status_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_history_roundtrip),
         cmocka_unit_test(test_vt_repl_decode_fence_roundtrip),
+        cmocka_unit_test(test_vt_repl_decode_read_roundtrip),
+        cmocka_unit_test(test_vt_repl_decode_read_resp_roundtrip),
         cmocka_unit_test(test_vt_proto_decode_error_roundtrip),
         cmocka_unit_test(test_vt_proto_encode_error_cuts_and_cleans_text),
         cmocka_unit_test(test_vt_repl_encode_overflow_is_reported),

@@ -337,6 +337,65 @@ test_vt_repl_decode_durable_beyond_next(void **state)
     assert_non_null(strstr(why, "durable"));
 }
 
+/* A read asks for something at a real epoch; its answer holds only whole,
+ * contiguous, durable batches starting where it says. */
+static void
+test_vt_repl_decode_read_refusals(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    struct vt_wr w;
+    struct vt_repl_read q = {.epoch = 0, .from = 1, .max_bytes = 10};
+    range_r(&q.range, "x", 0, 0, 0);
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read(&w, &q);
+    assert_int_equal(dec_read(buf, w.len, &why), -EBADMSG);
+    assert_non_null(strstr(why, "epoch"));
+    q.epoch = 3;
+    q.max_bytes = 0;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read(&w, &q);
+    assert_int_equal(dec_read(buf, w.len, &why), -EBADMSG);
+    assert_non_null(strstr(why, "max_bytes"));
+
+    struct vt_repl_append a;
+    append_msg(&a, 100, 3, 2); /* [100, 106) */
+    struct vt_repl_read_resp m = {.range = a.range, .held_epoch = 3, .durable = 106,
+                                  .next_offset = 106, .from = 100, .batches = a.batches,
+                                  .batches_len = a.batches_len};
+    struct {
+        uint64_t from, durable, next, start;
+        const char *why;
+    } bad[] = {
+        {101, 106, 106, 0, "base_offset 100 != from 101"},
+        {100, 105, 106, 0, "beyond durable 105"},
+        {100, 107, 106, 0, "durable 107 beyond next_offset 106"},
+        {100, 106, 106, 101, "below start_offset 101"},
+    };
+    for (size_t i = 0; i < VT_ARRAY_LEN(bad); i++) {
+        m.from = bad[i].from;
+        m.durable = bad[i].durable;
+        m.next_offset = bad[i].next;
+        m.start_offset = bad[i].start;
+        vt_wr_init(&w, buf, sizeof(buf));
+        vt_repl_encode_read_resp(&w, &m);
+        assert_true(vt_wr_ok(&w));
+        why = NULL;
+        assert_int_equal(dec_read_resp(buf, w.len, &why), -EBADMSG);
+        if (strstr(why, bad[i].why) == NULL)
+            print_error("case %zu: %s\n", i, why);
+        assert_non_null(strstr(why, bad[i].why));
+    }
+    /* a batch cut short inside the field */
+    m = (struct vt_repl_read_resp){.range = a.range, .held_epoch = 3, .durable = 106,
+                                   .next_offset = 106, .from = 100, .batches = a.batches,
+                                   .batches_len = a.batches_len - 3};
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_repl_encode_read_resp(&w, &m);
+    assert_int_equal(dec_read_resp(buf, w.len, &why), -EBADMSG);
+    assert_non_null(strstr(why, "cut short"));
+}
+
 /* Sample payloads 8, 9 and 10 end with the 3-entry history. */
 static void
 test_vt_repl_decode_history_not_monotonic(void **state)
@@ -460,6 +519,7 @@ main(void)
         cmocka_unit_test(test_vt_repl_decode_append_first_base_mismatch),
         cmocka_unit_test(test_vt_repl_decode_epoch_zero_refused),
         cmocka_unit_test(test_vt_repl_decode_durable_beyond_next),
+        cmocka_unit_test(test_vt_repl_decode_read_refusals),
         cmocka_unit_test(test_vt_repl_decode_history_not_monotonic),
         cmocka_unit_test(test_vt_repl_decode_history_count_over_max),
         cmocka_unit_test(test_vt_proto_decode_error_bad_fields),

@@ -206,6 +206,20 @@ dec_fence_resp(const uint8_t *p, size_t len, const char **why)
 }
 
 static inline int
+dec_read(const uint8_t *p, size_t len, const char **why)
+{
+    struct vt_repl_read m;
+    return vt_repl_decode_read(p, len, &m, why);
+}
+
+static inline int
+dec_read_resp(const uint8_t *p, size_t len, const char **why)
+{
+    struct vt_repl_read_resp m;
+    return vt_repl_decode_read_resp(p, len, &lim, &m, why);
+}
+
+static inline int
 dec_error(const uint8_t *p, size_t len, const char **why)
 {
     static struct vt_error_msg m;
@@ -226,6 +240,7 @@ static const struct sample samples[] = {
     {"status_resp", dec_status_resp, true}, {"history", dec_history, true},
     {"history_resp", dec_history_resp, true}, {"fence", dec_fence, true},
     {"fence_resp", dec_fence_resp, true}, {"error", dec_error, false},
+    {"read", dec_read, true},             {"read_resp", dec_read_resp, true},
 };
 
 static inline void
@@ -247,6 +262,8 @@ static struct {
     struct vt_repl_history_resp history_resp;
     struct vt_repl_fence fence;
     struct vt_repl_fence_resp fence_resp;
+    struct vt_repl_read read;
+    struct vt_repl_read_resp read_resp;
 } S;
 
 static inline void
@@ -279,6 +296,8 @@ samples_init(void)
                                                .next_offset = 15, .hwm = 12,
                                                .truncated_records = 2, .history = hist_in,
                                                .history_count = 3};
+    S.read = (struct vt_repl_read){.range = r, .epoch = 8, .from = 100, .max_bytes = 65536};
+    memset(S.read.leader_node, 0xcd, 16);
 }
 
 /* Writes sample `idx` with `w` (which may overflow). */
@@ -302,6 +321,16 @@ encode_sample_w(size_t idx, struct vt_wr *w)
     case 9: vt_repl_encode_fence(w, &S.fence); break;
     case 10: vt_repl_encode_fence_resp(w, &S.fence_resp); break;
     case 11: vt_proto_encode_error(w, VT_REPL_E_STORAGE, "disk full"); break;
+    case 12: vt_repl_encode_read(w, &S.read); break;
+    case 13:
+        append_msg(&S.append, 100, 3, 2); /* its batches: [100, 106) */
+        S.read_resp = (struct vt_repl_read_resp){.range = S.append.range, .held_epoch = 8,
+                                                 .durable = 106, .next_offset = 110,
+                                                 .start_offset = 0, .from = 100,
+                                                 .batches = S.append.batches,
+                                                 .batches_len = S.append.batches_len};
+        vt_repl_encode_read_resp(w, &S.read_resp);
+        break;
     default: fail();
     }
 }

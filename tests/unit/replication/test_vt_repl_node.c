@@ -379,7 +379,9 @@ node_new(int i)
         .truncated = vt_metrics_counter(m, "t_truncated_total", NULL, "t", 0),
         .quorum_timeouts = vt_metrics_counter(m, "t_quorum_timeouts_total", NULL, "t", 0),
         .appends_served = vt_metrics_counter(m, "t_appends_total", NULL, "t", 0),
-        .fenced_refusals = vt_metrics_counter(m, "t_fenced_total", NULL, "t", 0)};
+        .fenced_refusals = vt_metrics_counter(m, "t_fenced_total", NULL, "t", 0),
+        .catchups = vt_metrics_counter(m, "t_catchups_total", NULL, "t", 0),
+        .catchup_records = vt_metrics_counter(m, "t_catchup_records_total", NULL, "t", 0)};
     assert_true(ids.resyncs >= 0 && ids.fenced_refusals >= 0);
     struct vt_repl_peer peers[NODES - 1];
     uint32_t np = 0;
@@ -669,18 +671,82 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     assert_true(log_pos(1).next < acked_end);
     /* node 1 is granted epoch 8 while node ld is out of reach (its view is
      * at 7, it refuses the fence): node fw's answer holds epoch 7, which
-     * node 1 never wrote, so the promotion is refused LeaderBehind and node
-     * fw keeps every acknowledged record */
+     * node 1 never wrote, so node 1 is behind. It copies what it lacks from
+     * fw, probes again and leads holding every acknowledged record; fw keeps
+     * them all (a probe cuts nothing) */
+    struct log_pos before = log_pos(1);
     assert_int_equal(watch(1, 8, 1), 0);
     assert_int_equal(watch(fw, 8, 1), 0);
     r = promote(1, 8);
     assert_int_equal(r.rc, 0);
-    assert_int_equal(r.kind, VT_REPL_LEADER_BEHIND);
+    assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
+    assert_true(r.caught_up >= acked_end - before.next);
     s = range_state(1);
-    assert_int_equal(s.role, VT_REPL_ROLE_SUSPENDED);
-    assert_non_null(strstr(s.reason, "never wrote"));
+    assert_int_equal(s.role, VT_REPL_ROLE_LEADER);
+    assert_true(s.boundary >= acked_end);
+    assert_true(log_pos(1).committed >= acked_end);
     assert_true(log_pos(fw).next >= held.next);
     assert_true(log_pos(fw).committed >= acked_end);
+    p = produce_wait(produce_start(1, 11, 2));
+    assert_int_equal(p->code, 0);
+    assert_true(p->w.base_offset > acked_end); /* after the copy and the epoch-8 marker */
+    uint64_t y = p->w.base_offset + 2;        /* node 1's acknowledged end at epoch 8 */
+    prod_free(p);
+
+    /* 10. a leader behind with a tail of its own that a newer epoch
+     * superseded cuts that tail, then copies. ld follows node 1 at 8 */
+    assert_int_equal(watch(ld, 8, 1), 0);
+    until = vt_clock_mono_ms() + WAIT_MS;
+    while ((log_pos(ld).committed < y || log_pos(fw).committed < y) &&
+           vt_clock_mono_ms() < until) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    assert_true(log_pos(ld).committed >= y && log_pos(fw).committed >= y);
+    /* ld and fw move to epoch 9 under fw: node 1's next batch reaches only
+     * its own log (the tail), and node 1, demoted, follows ld's view */
+    assert_int_equal(watch(fw, 9, fw), 0);
+    assert_int_equal(watch(ld, 9, fw), 0);
+    p = produce_start(1, 13, 3);
+    until = vt_clock_mono_ms() + WAIT_MS;
+    while (log_pos(1).committed < y + 3 && vt_clock_mono_ms() < until) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    assert_int_equal(log_pos(1).committed, y + 3);
+    assert_int_equal(atomic_load(&p->done), 0);
+    assert_int_equal(watch(1, 9, ld), 0); /* demoted: the view names ld, fw is refused */
+    produce_wait(p);
+    assert_int_equal(p->code, VT_E_NOT_LEADER);
+    prod_free(p);
+    r = promote(fw, 9);
+    assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
+    assert_int_equal(r.caught_up, 0);
+    p = produce_wait(produce_start(fw, 13, 4)); /* acknowledged by fw and ld */
+    assert_int_equal(p->code, 0);
+    assert_int_equal(p->w.base_offset, y + 1); /* the epoch-9 marker took y */
+    uint64_t end9 = y + 5;
+    prod_free(p);
+    until = vt_clock_mono_ms() + WAIT_MS;
+    while (log_pos(ld).committed < end9 && vt_clock_mono_ms() < until) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    assert_true(log_pos(ld).committed >= end9);
+    /* node 1 is granted epoch 10 with fw out of reach (it leads 9): ld's
+     * answer holds epoch 9, so node 1 cuts its 3 epoch-8 records at y,
+     * copies epoch 9's 5 from ld, and leads holding all of them */
+    assert_int_equal(watch(1, 10, 1), 0);
+    assert_int_equal(watch(ld, 10, 1), 0);
+    r = promote(1, 10);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
+    assert_int_equal(r.caught_up, 5);
+    assert_true(log_pos(1).committed >= end9);
+    p = produce_wait(produce_start(1, 17, 2)); /* its producer state is ld's: 13..16 held */
+    assert_int_equal(p->code, 0);
+    assert_int_equal(p->w.base_offset, end9 + 1);
+    prod_free(p);
 }
 
 /* ---- ranges and peers added at runtime ---------------------------------------------- */
