@@ -586,7 +586,7 @@ vt_repl_decode_fence_resp(const uint8_t *p, size_t len, struct vt_epoch_entry *h
     return rc != 0 ? rc : vt_proto_finish(&r, why);
 }
 
-/* ---- read (77/78) ------------------------------------------------------------------ */
+/* ---- read (83/84) ------------------------------------------------------------------ */
 
 void
 vt_repl_encode_read(struct vt_wr *w, const struct vt_repl_read *m)

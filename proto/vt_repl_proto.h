@@ -29,10 +29,10 @@
  *                               hwm u64 | start_offset u64
  *   67    EpochHistory          range
  *   68    EpochHistoryResp      range | history
- *   77    ReplicaRead           range | epoch u64 (> 0) | leader_node 16 B | from u64 |
+ *   83    ReplicaRead           range | epoch u64 (> 0) | leader_node 16 B | from u64 |
  *                               max_bytes u32 (> 0): a promoting leader that is
  *                               behind asks a replica for its durable batches
- *   78    ReplicaReadResp       range | held_epoch u64 | durable u64 | next_offset u64 |
+ *   84    ReplicaReadResp       range | held_epoch u64 | durable u64 | next_offset u64 |
  *                               start_offset u64 | from u64 |
  *                               batches u32 len (0 .. limit) + whole record batches
  *                               contiguous from `from`, all below `durable` (none:
@@ -91,8 +91,8 @@ enum vt_repl_kind {
     VT_K_REPL_HISTORY_RESP = 68,
     VT_K_REPL_FENCE = 75,
     VT_K_REPL_FENCE_RESP = 76,
-    VT_K_REPL_READ = 77,
-    VT_K_REPL_READ_RESP = 78,
+    VT_K_REPL_READ = 83,
+    VT_K_REPL_READ_RESP = 84,
 };
 
 /* Error codes used on the replica plane (same numbers as the client plane's

@@ -7,7 +7,7 @@
  *      rule, vt_repl_fence_plan, with the roles swapped: never below the HWM
  *      this replica knows), or at its end, which drops the history entry the
  *      promotion recorded for its own epoch so that older batches can follow;
- *   3. ReplicaRead (kind 77) from the log's end; each batch is appended as a
+ *   3. ReplicaRead (kind 83) from the log's end; each batch is appended as a
  *      follower appends (vt_rlog_append_replica: byte for byte, its leader
  *      epoch kept); once durable, the next read, until the source's durable
  *      offset is reached;

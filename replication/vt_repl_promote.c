@@ -220,7 +220,7 @@ establish(struct vt_repl_range *rr)
     uint32_t k = vt_repl_majority(rr->cfg.n_followers + 1);
     /* behind, with a quorum answering: copy what is missing from the most
      * up-to-date follower, then probe again (vt_repl_catchup.c) */
-    if (est.kind == VT_REPL_LEADER_BEHIND && rr->cfg.leases && vt_repl__catchup_start(rr))
+    if (est.kind == VT_REPL_LEADER_BEHIND && vt_repl__catchup_start(rr))
         return;
     if (est.kind != VT_REPL_ESTABLISHED) {
         if (est.kind == VT_REPL_QUORUM_UNAVAILABLE)

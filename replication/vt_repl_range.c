@@ -394,14 +394,13 @@ op_send_fence(void *arg, uint32_t f, uint64_t gen)
     VT_REPL_OWNED(rr);
     struct vt_epoch_entry *hist = vt_repl__hist(rr);
     uint8_t *buf = vt_repl__buf(rr);
-    /* While a range led by lease promotes, the fence is a probe: it raises
-     * the follower's epoch (so the old leader is fenced off) but carries no
+    /* While a range promotes, the fence is a probe: it raises the
+     * follower's epoch (so the old leader is fenced off) but carries no
      * history, so it cuts nothing: what the follower holds is counted before
-     * anything is cut, and only the real fence after establishing
-     * truncates, by then bounded by what the promotion proved
-     * (docs/REPLICATION.md, "Verified promotion"). A static leader, which no
-     * other replica can replace, still fences with its history at once. */
-    bool probe = rr->ls.role == VT_REPL_ROLE_PROMOTING && rr->cfg.leases;
+     * anything is cut (a leader that is behind copies it first), and only
+     * the real fence after establishing truncates, by then bounded by what
+     * the promotion proved (docs/REPLICATION.md, "Verified promotion"). */
+    bool probe = rr->ls.role == VT_REPL_ROLE_PROMOTING;
     uint32_t n = probe ? 0 : vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
     struct vt_repl_fence m = {.range = rr->cfg.ident, .epoch = rr->epoch,
                               .leader_next = vt_rlog_next_offset(rr->log), .history = hist,
@@ -595,10 +594,6 @@ vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uin
             vt_repl_leader_on_fence(rr->lead, f, tag->gen, rc, rc == 0 ? m.durable : 0,
                                     rc == 0 ? m.next_offset : 0,
                                     rc == 0 ? m.truncated_records : 0);
-            if (rc == 0 && rr->lead != NULL) /* a static promotion: the offset after its cut */
-                vt_repl__promote_probe(rr, f,
-                                       (struct vt_repl_probe){.present = true,
-                                                              .offset = m.durable});
         }
     } else if (sent_kind == VT_K_REPL_APPEND) {
         struct vt_repl_append_resp m;

@@ -206,7 +206,7 @@ make_batches(uint64_t base, uint32_t count)
     return (uint32_t)len;
 }
 
-/* Kinds 60, 63, 61, 64, 62, 77 and 78. */
+/* Kinds 60, 63, 61, 64, 62, 83 and 84. */
 static int
 seed_appends(const char *dir, const struct vt_range_ident *r)
 {

@@ -1,7 +1,8 @@
 /* repl_stale: a test-only replica-plane client (never part of the product).
  * It connects with mutual TLS to a node's replication port as a chosen node
- * certificate, sends one ReplicaAppend (kind 60), ReplicaFence (75) or
- * ReplicaStatus (65) built with proto/vt_repl_proto.h, prints the
+ * certificate, sends one ReplicaAppend (kind 60), ReplicaFence (75),
+ * ReplicaStatus (65) or ReplicaRead (83; --base is where it reads from)
+ * built with proto/vt_repl_proto.h, prints the
  * answer, and exits 0 if the answer is the one --expect names, 1 if not (or
  * the exchange failed), 2 on usage errors. tests/integration/replication.sh
  * uses it to plant unacknowledged records on a follower while its leader is
@@ -49,7 +50,7 @@
 #define RS_READ_MAX_BYTES VT_FRAME_DEFAULT_MAX_BYTES
 #define RS_DEFAULT_PRODUCER "7e57a1e0-0000-4000-8000-00000000057a"
 
-enum rs_send { RS_SEND_APPEND, RS_SEND_FENCE, RS_SEND_STATUS };
+enum rs_send { RS_SEND_APPEND, RS_SEND_FENCE, RS_SEND_STATUS, RS_SEND_READ };
 enum rs_outcome { RS_OK, RS_FENCED, RS_INVALID, RS_OTHER };
 
 struct rs_opts {
@@ -90,11 +91,11 @@ struct rs_frame {
 static const char usage_text[] =
     "usage: repl_stale --port P --ca CA.pem --cert NODE.pem --key NODE.key --server-cn UUID\n"
     "                  --range-id UUID [--topic T] [--topic-epoch N] [--range-generation N]\n"
-    "                  --send append|fence|status --expect ok|fenced|invalid\n"
+    "                  --send append|fence|status|read --expect ok|fenced|invalid\n"
     "                  [--epoch N|held] [--base N|next] [--hwm N] [--leader-node UUID]\n"
     "                  [--leader-next N|own] [--batches N] [--records N] [--value-bytes N]\n"
     "                  [--producer-id UUID] [--producer-epoch N] [--sequence N]\n"
-    "                  [--timeout-ms N]\n"
+    "                  [--timeout-ms N]   (read: --base is the first offset, default 0)\n"
     "\n"
     "Sends one replica-plane request to 127.0.0.1:P as the node whose certificate is\n"
     "given and prints the answer. Exit: 0 the answer matches --expect, 1 it does not\n"
@@ -200,7 +201,7 @@ static const struct option longopts[] = {
 static int
 parse_one(int c, const char *v, struct rs_opts *o)
 {
-    static const char *const sends[] = {"append", "fence", "status"};
+    static const char *const sends[] = {"append", "fence", "status", "read"};
     static const char *const expects[] = {"ok", "fenced", "invalid"};
     uint64_t u = 0;
     int rc = 0, w = 0;
@@ -234,7 +235,7 @@ parse_one(int c, const char *v, struct rs_opts *o)
     case 'g':
         return parse_u64("--range-generation", v, 0, UINT64_MAX, &o->range.range_generation);
     case 's':
-        rc = parse_choice("--send", v, sends, 3, &w);
+        rc = parse_choice("--send", v, sends, 4, &w);
         o->send = (enum rs_send)w;
         return rc;
     case 'x':
@@ -617,6 +618,24 @@ print_status_resp(const struct rs_frame *a, struct vt_repl_status_resp *m)
     return RS_OK;
 }
 
+static enum rs_outcome
+print_read_resp(const struct rs_frame *a)
+{
+    static const struct vt_repl_limits lim = {.max_batches_bytes = RS_READ_MAX_BYTES,
+                                              .max_batch_bytes = RS_READ_MAX_BYTES,
+                                              .max_record_bytes = RS_READ_MAX_BYTES};
+    struct vt_repl_read_resp m;
+    const char *why = NULL;
+    if (vt_repl_decode_read_resp(a->payload, a->len, &lim, &m, &why) != 0) {
+        printf("answer ReplicaReadResp undecodable: %s\n", why);
+        return RS_OTHER;
+    }
+    printf("answer ReplicaReadResp held_epoch=%" PRIu64 " durable=%" PRIu64 " from=%" PRIu64
+           " end=%" PRIu64 " batches=%" PRIu32 " bytes=%" PRIu32 "\n",
+           m.held_epoch, m.durable, m.from, m.end_offset, m.batch_count, m.batches_len);
+    return RS_OK;
+}
+
 /* Classifies (and prints) an answer; want_kind is the success answer's kind. */
 static enum rs_outcome
 classify(const struct rs_frame *a, uint16_t want_kind)
@@ -634,6 +653,8 @@ classify(const struct rs_frame *a, uint16_t want_kind)
         return print_append_resp(a);
     case VT_K_REPL_FENCE_RESP:
         return print_fence_resp(a);
+    case VT_K_REPL_READ_RESP:
+        return print_read_resp(a);
     default:
         return print_status_resp(a, &st);
     }
@@ -762,6 +783,20 @@ build_request(struct rs_conn *c, const struct rs_opts *o, uint64_t epoch, uint64
         free(batches);
         return p;
     }
+    if (o->send == RS_SEND_READ) {
+        uint8_t *p = malloc(1024u);
+        if (p != NULL) {
+            struct vt_repl_read m = {.range = o->range, .epoch = epoch,
+                                     .from = o->base_next ? 0 : o->base, .max_bytes = 65536};
+            memcpy(m.leader_node, o->leader_node, 16);
+            vt_wr_init(&w, p, 1024u);
+            vt_repl_encode_read(&w, &m);
+            VT_ASSERT(vt_wr_ok(&w));
+            *len = w.len;
+            printf("sent ReplicaRead epoch=%" PRIu64 " from=%" PRIu64 "\n", epoch, m.from);
+        }
+        return p;
+    }
     struct vt_epoch_entry *hist = malloc(VT_EPOCH_HISTORY_MAX * sizeof(*hist));
     uint32_t n = 0;
     if (hist == NULL || query_history(c, o, hist, &n) != 0) {
@@ -807,13 +842,17 @@ run(struct rs_conn *c, const struct rs_opts *o)
     uint8_t *p = build_request(c, o, epoch, st.next_offset, &len);
     if (p == NULL)
         return RS_OTHER;
-    bool append = o->send == RS_SEND_APPEND;
+    uint16_t kind = o->send == RS_SEND_APPEND ? VT_K_REPL_APPEND
+                    : o->send == RS_SEND_READ ? VT_K_REPL_READ
+                                              : VT_K_REPL_FENCE;
     struct rs_frame a = {0};
-    int rc = exchange(c, append ? VT_K_REPL_APPEND : VT_K_REPL_FENCE, p, len, &a);
+    int rc = exchange(c, kind, p, len, &a);
     free(p);
     if (rc != 0)
         return RS_OTHER;
-    enum rs_outcome out = classify(&a, append ? VT_K_REPL_APPEND_RESP : VT_K_REPL_FENCE_RESP);
+    enum rs_outcome out = classify(&a, kind == VT_K_REPL_APPEND ? VT_K_REPL_APPEND_RESP
+                                       : kind == VT_K_REPL_READ ? VT_K_REPL_READ_RESP
+                                                                : VT_K_REPL_FENCE_RESP);
     free(a.payload);
     return out;
 }

@@ -9,8 +9,9 @@
 #   4. divergence: with the leader down, repl_stale plants unacknowledged
 #      records on follower 2 at its held epoch as "node 1"; the restarted
 #      leader's fence truncates them and node 2 matches the leader again;
-#   5. stale epochs: an append and a fence at epoch 1 are refused (Fenced),
-#      as is an append from a node that is not the leader;
+#   5. stale epochs: an append, a fence and a read at epoch 1 are refused
+#      (Fenced), as are an append and a read from a node that is not the
+#      leader; the leader's read returns whole durable batches;
 #   6. quorum loss fails closed: with both followers down a quorum produce
 #      is refused (retryable) after the quorum timeout and the HWM does not
 #      move; once they are back, the retry is acknowledged and every record
@@ -234,6 +235,17 @@ out=$(stale_to 2 3 --send append --expect fenced) || fail "append from node 3 to
 printf '%s\n' "$out" | grep -q 'not range demo.s leader' || fail "non-leader refusal: $out"
 out=$(stale_to 2 1 --send append --base 1000000000 --expect invalid) ||
     fail "append with a gap: $out"
+# ReplicaRead (what a promoting leader that is behind copies with): the
+# leader at the held epoch reads whole durable batches; a stale epoch, a
+# node that is not the leader and a start beyond the durable end are refused
+out=$(stale_to 2 1 --send read --base 0 --expect ok) || fail "read from 0 on node 2: $out"
+printf '%s\n' "$out" | grep -Eq 'ReplicaReadResp .* from=0 end=[1-9][0-9]* batches=[1-9]' ||
+    fail "read from 0: $out"
+out=$(stale_to 2 1 --send read --base 0 --epoch 1 --expect fenced) || fail "read at epoch 1: $out"
+out=$(stale_to 2 3 --send read --base 0 --expect fenced) || fail "read by node 3: $out"
+out=$(stale_to 2 1 --send read --base 1000000000 --expect invalid) ||
+    fail "read beyond the end: $out"
+printf '%s\n' "$out" | grep -q 'durably only below' || fail "read beyond the end: $out"
 # the tool's own failure exits: a wrong server CN is 1, a usage error 2
 stale_to 2 1 --server-cn "$(cl_uuid 3)" --send status >/dev/null 2>&1
 [ $? -eq 1 ] || fail "repl_stale with a wrong server CN did not exit 1"

@@ -153,6 +153,37 @@ test_vt_repl_probe_qualify_by_epoch_history(void **state)
     p = vt_repl_probe_qualify(e13, 2, 80, NULL, 0, 0, 0);
     assert_false(p.newer);
     assert_int_equal(p.offset, 0);
+    /* the answer as given is kept for ranking catch-up sources */
+    p = vt_repl_probe_qualify(e13, 2, 80, f12, 2, 70, 65);
+    assert_int_equal(p.durable, 65);
+    assert_int_equal(p.last_epoch, 2);
+    p = vt_repl_probe_qualify(e12, 2, 60, f13b, 2, 50, 50); /* epoch 3 wrote nothing */
+    assert_int_equal(p.last_epoch, 1);
+}
+
+/* The most up-to-date answer that is ahead of the leader: newest written
+ * epoch first, then the durable offset; none ahead, none absent counted. */
+static void
+test_vt_repl_catchup_source_ranks_logs(void **state)
+{
+    (void)state;
+    const struct vt_epoch_entry h[] = {{1, 0}, {3, 40}, {5, 40}, {6, 70}};
+    assert_int_equal(vt_repl_last_written_epoch(h, 4, 90), 6);
+    assert_int_equal(vt_repl_last_written_epoch(h, 4, 70), 5); /* 6 starts at the end */
+    assert_int_equal(vt_repl_last_written_epoch(h, 1, 0), 0);
+    assert_int_equal(vt_repl_last_written_epoch(NULL, 0, 0), 0);
+    struct vt_repl_probe f[4] = {
+        {.present = true, .last_epoch = 5, .durable = 200},
+        {.present = true, .last_epoch = 7, .durable = 90},
+        {.present = false, .last_epoch = 9, .durable = 500}, /* absent: never a source */
+        {.present = true, .last_epoch = 7, .durable = 120},
+    };
+    assert_int_equal(vt_repl_catchup_source(f, 4, 5, 100), 3);
+    assert_int_equal(vt_repl_catchup_source(f, 2, 5, 100), 1); /* a newer epoch beats more */
+    assert_int_equal(vt_repl_catchup_source(f, 1, 5, 100), 0); /* same epoch, further */
+    assert_int_equal(vt_repl_catchup_source(f, 1, 5, 200), 1); /* not ahead: none (n) */
+    assert_int_equal(vt_repl_catchup_source(f, 4, 8, 0), 4);   /* the leader is newest */
+    assert_int_equal(vt_repl_catchup_source(f, 0, 0, 0), 0);
 }
 
 static void
@@ -416,6 +447,7 @@ main(void)
         cmocka_unit_test(test_vt_repl_establish_absent_is_not_zero),
         cmocka_unit_test(test_vt_repl_establish_newer_epoch_is_behind),
         cmocka_unit_test(test_vt_repl_probe_qualify_by_epoch_history),
+        cmocka_unit_test(test_vt_repl_catchup_source_ranks_logs),
         cmocka_unit_test(test_vt_repl_establish_rf1_rf2),
         cmocka_unit_test(test_vt_repl_establish_rf5_rf7),
         cmocka_unit_test(test_vt_repl_lead_promote_suspend_reactivate_same_epoch),
