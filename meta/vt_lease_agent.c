@@ -54,7 +54,7 @@ vt_lease_timing_check(const struct vt_lease_timing *t, char *err, size_t err_len
 
 int64_t
 vt_lease_campaign_delay_ms(const struct vt_lease_timing *t, uint32_t rank, uint32_t n_replicas,
-                           bool caught_up, bool refused)
+                           bool caught_up, bool refused, bool fresh)
 {
     VT_ASSERT(t != NULL && rank < n_replicas);
     int64_t ttl = t->ttl_ms, poll = t->poll_ms;
@@ -62,6 +62,9 @@ vt_lease_campaign_delay_ms(const struct vt_lease_timing *t, uint32_t rank, uint3
         return ttl + (int64_t)n_replicas * poll;
     if (rank == 0)
         return 0;
+    /* a new range: the preferred leader first, even if it polls later */
+    if (fresh && caught_up)
+        return 2 * (int64_t)rank * poll;
     /* caught up: the first standby at once, the next half a poll later (so
      * a failover costs about the lease ttl); behind: after every caught-up
      * replica had its chance */

@@ -190,9 +190,12 @@ int vt_lease_timing_check(const struct vt_lease_timing *t, char *err, size_t err
 /* How long a free or expired lease must have been seen so before this replica
  * campaigns: 0 for the preferred leader (rank 0), (rank-1)*poll/2 when
  * caught up, ttl/2 + rank*poll when lagging; a replica whose last promotion was
- * refused waits ttl + n_replicas*poll whatever its rank. Pure. */
+ * refused waits ttl + n_replicas*poll whatever its rank. A range that never had
+ * a lease (`fresh`: no epoch minted yet, every replica empty) waits 2*rank*poll
+ * when caught up, so the preferred leader, which may learn of the range up to
+ * a poll later, takes it and leadership spreads as placement chose. Pure. */
 int64_t vt_lease_campaign_delay_ms(const struct vt_lease_timing *t, uint32_t rank,
-                                   uint32_t n_replicas, bool caught_up, bool refused);
+                                   uint32_t n_replicas, bool caught_up, bool refused, bool fresh);
 
 /* A new agent. NULL with `err` filled if the config is invalid (nil node,
  * timing, max_ranges out of 1..VT_LEASE_RANGES_CEILING) or on allocation

@@ -68,7 +68,7 @@ campaign(struct vt_lease_agent *a, uint32_t slot, const struct vt_lease_obs *o, 
         return;
     bool caught_up = o->durable_offset >= o->hwm;
     int64_t delay = vt_lease_campaign_delay_ms(&a->t, r->rank, r->n_replicas, caught_up,
-                                               r->refused);
+                                               r->refused, o->lease.fencing_epoch == 0);
     if (!handed && start_ms - r->absent_since_ms < delay)
         return;
     r->handoff_epoch = 0;

@@ -148,6 +148,16 @@ echo "range 1 ($range1, led by node $lead1): 3000 records produced and verified 
 ctl meta create-topic --config "$work/admin.yaml" --name bench --ranges 3 \
     --replication-factor 3 >/dev/null || fail "create-topic bench"
 cl_wait_leaders bench 3 || fail "no leaders for topic bench: $(cl_topic_ranges bench)"
+# a new topic is led by its preferred leaders (the placement's first replica,
+# starred; the other replicas of a range never leased wait two polls per
+# rank), which placement spread over the nodes
+ctl topic describe --config "$work/admin.yaml" --name bench >"$work/bench.describe" 2>&1 ||
+    fail "topic describe bench: $(cat "$work/bench.describe")"
+sed -n 's/^range index=\([0-9]*\) .*replicas=\([0-9a-f-]*\)\*.* holder=\([0-9a-f-]*\) .*/\1 \2 \3/p' \
+    "$work/bench.describe" >"$work/bench.preferred"
+[ "$(wc -l <"$work/bench.preferred")" -eq 3 ] || fail "topic describe bench: $(cat "$work/bench.describe")"
+off=$(awk '$2 != $3' "$work/bench.preferred" | wc -l)
+[ "$off" -eq 0 ] || fail "$off range(s) of the new topic bench not led by their preferred leader: $(cat "$work/bench.describe")"
 # step the leader of range 1 down, by topic name and index, so that another
 # node leads it (a stepped-down node does not campaign for one lease TTL)
 read -r _ _ holder_b1 _ < <(cl_topic_ranges bench | awk '$1 == 1')
@@ -171,9 +181,9 @@ for _ in $(seq 1 50); do # a describe that failed midway prints fewer ranges: re
     sleep 0.1
 done
 leaders=$(awk '{print $3}' "$work/bench.ranges" | sort -u | wc -l)
-# Leadership is not bound to spread (a caught-up standby campaigns as early
-# as the preferred leader; a hand-off goes to whichever successor wins): if
-# one node leads all three, step down another of its ranges, once.
+# After the step-down leadership is not bound to spread (a hand-off goes to
+# whichever successor wins): if one node leads all three, step down another
+# of its ranges, once.
 if [ "$leaders" -lt 2 ]; then
     read -r idx _ holder _ < <(awk 'NR == 1' "$work/bench.ranges")
     cl_client_head "$(cl_node_of "$holder")" "" >"$work/norange-h.yaml"

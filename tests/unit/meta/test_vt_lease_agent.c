@@ -197,16 +197,21 @@ test_campaign_delays_preferred_caught_up_lagging_refused(void **state)
 {
     (void)state;
     struct vt_lease_timing t = {LT_TTL, LT_RENEW, LT_POLL};
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, false, false), 0);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, false), 0);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, false), 0);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, true, false), 500);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, false, false), 4000);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, false, false), 5000);
-    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, true), 9000);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, false, false, false), 0);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, false, false), 0);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, false, false), 0);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, true, false, false), 500);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, false, false, false), 4000);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, false, false, false), 5000);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, true, false), 9000);
+    /* A range never leased: the preferred leader well before the others. */
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 0, 3, true, false, true), 0);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, false, true), 2 * LT_POLL);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 2, 3, true, false, true), 4 * LT_POLL);
+    assert_int_equal(vt_lease_campaign_delay_ms(&t, 1, 3, true, true, true), 9000);
     /* Every caught-up rank goes before every lagging one in a 3-replica set. */
-    assert_true(vt_lease_campaign_delay_ms(&t, 2, 3, true, false) <
-                vt_lease_campaign_delay_ms(&t, 1, 3, false, false));
+    assert_true(vt_lease_campaign_delay_ms(&t, 2, 3, true, false, false) <
+                vt_lease_campaign_delay_ms(&t, 1, 3, false, false, false));
 }
 
 /* Two replicas of ranks 1 and 2 watching the same lapse: the lagging rank 1
