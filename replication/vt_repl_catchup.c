@@ -98,6 +98,20 @@ job_new(struct vt_repl_range *rr)
     return j;
 }
 
+/* Ends a log step's job: its range if the step still belongs to the running
+ * catch-up, else NULL (an earlier step or promotion: nothing to do). */
+static struct vt_repl_range *
+job_take(struct cu_job *j)
+{
+    struct vt_repl_range *rr = j->rr;
+    bool ok = live(rr, j->gen);
+    free(j);
+    if (!ok)
+        return NULL;
+    VT_REPL_OWNED(rr);
+    return rr;
+}
+
 /* ---- requests to the source ---------------------------------------------------------- */
 
 static void
@@ -156,13 +170,9 @@ static void
 on_epoch_again(struct vt_rlog *l, int rc, void *arg)
 {
     (void)l;
-    struct cu_job *j = arg;
-    struct vt_repl_range *rr = j->rr;
-    bool ok = live(rr, j->gen);
-    free(j);
-    if (!ok)
+    struct vt_repl_range *rr = job_take(arg);
+    if (rr == NULL)
         return;
-    VT_REPL_OWNED(rr);
     if (rc != 0) {
         fail(rr, "cannot record epoch %llu again: %s", (unsigned long long)rr->pr.epoch,
              strerror(-rc));
@@ -197,13 +207,9 @@ static void
 on_copied_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
 {
     (void)base;
-    struct cu_job *j = arg;
-    struct vt_repl_range *rr = j->rr;
-    bool ok = live(rr, j->gen);
-    free(j);
-    if (!ok)
+    struct vt_repl_range *rr = job_take(arg);
+    if (rr == NULL)
         return;
-    VT_REPL_OWNED(rr);
     if (rc != 0) {
         fail(rr, "the copied records are not durable: %s", strerror(-rc));
         return;
@@ -291,13 +297,9 @@ on_read(struct vt_repl_range *rr, const uint8_t *payload, size_t len)
 static void
 on_cut(struct vt_rlog *l, int rc, uint64_t removed, void *arg)
 {
-    struct cu_job *j = arg;
-    struct vt_repl_range *rr = j->rr;
-    bool ok = live(rr, j->gen);
-    free(j);
-    if (!ok)
+    struct vt_repl_range *rr = job_take(arg);
+    if (rr == NULL)
         return;
-    VT_REPL_OWNED(rr);
     if (rc != 0) {
         fail(rr, "cutting this log to %llu: %s", (unsigned long long)vt_rlog_next_offset(l),
              strerror(-rc));

@@ -74,6 +74,20 @@ answer(struct vt_core *c, struct vt_rreq *r, uint16_t kind, struct vt_wr *w)
     vt_repl__rreq_answer(c, r);
 }
 
+/* The answer's buffer (cap bytes) and a writer on it; false after
+ * answering Overloaded when out of memory. */
+static bool
+resp_init(struct vt_core *c, struct vt_rreq *r, size_t cap, struct vt_wr *w)
+{
+    r->resp = malloc(cap);
+    if (r->resp == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return false;
+    }
+    vt_wr_init(w, r->resp, cap);
+    return true;
+}
+
 static void
 answer_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
 {
@@ -81,13 +95,9 @@ answer_append(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
                                     .epoch = rr->epoch,
                                     .durable = vt_rlog_committed(rr->log),
                                     .next_offset = vt_rlog_next_offset(rr->log)};
-    r->resp = malloc(512);
-    if (r->resp == NULL) {
-        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
-        return;
-    }
     struct vt_wr w;
-    vt_wr_init(&w, r->resp, 512);
+    if (!resp_init(c, r, 512, &w))
+        return;
     vt_repl_encode_append_resp(&w, &m);
     answer(c, r, VT_K_REPL_APPEND_RESP, &w);
 }
@@ -234,13 +244,9 @@ fence_answer(struct vt_core *c, struct fence_job *j)
                                    .history_count = n};
     free(j);
     size_t cap = vt_epoch_list_size(n) + 1024;
-    r->resp = malloc(cap);
-    if (r->resp == NULL) {
-        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
-        return;
-    }
     struct vt_wr w;
-    vt_wr_init(&w, r->resp, cap);
+    if (!resp_init(c, r, cap, &w))
+        return;
     vt_repl_encode_fence_resp(&w, &m);
     atomic_store(&rr->cfg.pub->epoch, rr->epoch);
     atomic_store_explicit(&rr->cfg.pub->next, vt_rlog_next_offset(rr->log),
@@ -362,13 +368,9 @@ serve_status(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
                                     .next_offset = vt_rlog_next_offset(rr->log),
                                     .hwm = vt_repl_range_hwm(rr),
                                     .start_offset = vt_rlog_start_offset(rr->log)};
-    r->resp = malloc(512);
-    if (r->resp == NULL) {
-        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
-        return;
-    }
     struct vt_wr w;
-    vt_wr_init(&w, r->resp, 512);
+    if (!resp_init(c, r, 512, &w))
+        return;
     vt_repl_encode_status_resp(&w, &s);
     answer(c, r, VT_K_REPL_STATUS_RESP, &w);
 }
@@ -386,13 +388,9 @@ serve_history(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     uint32_t n = vt_rlog_history(rr->log, hist, VT_EPOCH_HISTORY_MAX);
     struct vt_repl_history_resp h = {.range = m.range, .history = hist, .history_count = n};
     size_t cap = vt_epoch_list_size(n) + 512;
-    r->resp = malloc(cap);
-    if (r->resp == NULL) {
-        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
-        return;
-    }
     struct vt_wr w;
-    vt_wr_init(&w, r->resp, cap);
+    if (!resp_init(c, r, cap, &w))
+        return;
     vt_repl_encode_history_resp(&w, &h);
     answer(c, r, VT_K_REPL_HISTORY_RESP, &w);
 }
@@ -438,13 +436,9 @@ on_read_done(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t
     if (m.durable < q.from) /* truncated meanwhile: nothing to offer from there */
         m.durable = q.from > m.next_offset ? m.next_offset : q.from;
     size_t cap = len + 1024;
-    r->resp = malloc(cap);
-    if (r->resp == NULL) {
-        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
-        return;
-    }
     struct vt_wr w;
-    vt_wr_init(&w, r->resp, cap);
+    if (!resp_init(c, r, cap, &w))
+        return;
     vt_repl_encode_read_resp(&w, &m);
     answer(c, r, VT_K_REPL_READ_RESP, &w);
 }
