@@ -411,33 +411,37 @@ serve_hwm(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
 
 /* ---- read: a promoting leader that is behind copies from this replica ----------------- */
 
+/* A read on the I/O thread: the request it answers and where it started. */
+struct read_job {
+    struct vt_rreq *r;
+    uint64_t from;
+};
+
 static void
 on_read_done(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next,
              void *arg)
 {
     (void)next;
-    struct vt_rreq *r = arg;
+    struct read_job *j = arg;
+    struct vt_rreq *r = j->r;
+    uint64_t from = j->from;
+    free(j);
     struct vt_repl_range *rr = r->rr;
     struct vt_core *c = vt_core_self();
     VT_REPL_OWNED(rr);
-    struct vt_repl_read q;
-    const char *why = NULL;
-    int drc = vt_repl_decode_read(r->payload, r->len, &q, &why); /* it decoded before */
-    if (rc != 0 || drc != 0) {
-        rreq_log_error(c, r, VT_REPL_ERR_READ, rc != 0 ? rc : -EINVAL,
-                       "reading the log for a catch-up");
+    if (rc != 0) {
+        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up");
         return;
     }
     struct vt_repl_read_resp m = {.range = rr->cfg.ident, .held_epoch = rr->epoch,
                                   .durable = vt_rlog_committed(l),
                                   .next_offset = vt_rlog_next_offset(l),
-                                  .start_offset = vt_rlog_start_offset(l), .from = q.from,
+                                  .start_offset = vt_rlog_start_offset(l), .from = from,
                                   .batches = buf, .batches_len = (uint32_t)len};
-    if (m.durable < q.from) /* truncated meanwhile: nothing to offer from there */
-        m.durable = q.from > m.next_offset ? m.next_offset : q.from;
-    size_t cap = len + 1024;
+    if (m.durable < from) /* truncated meanwhile: nothing to offer from there */
+        m.durable = from > m.next_offset ? m.next_offset : from;
     struct vt_wr w;
-    if (!resp_init(c, r, cap, &w))
+    if (!resp_init(c, r, len + 1024, &w))
         return;
     vt_repl_encode_read_resp(&w, &m);
     answer(c, r, VT_K_REPL_READ_RESP, &w);
@@ -484,9 +488,17 @@ serve_read(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
         cap = cfg->max_batch_bytes;
     if (cap > cfg->max_frame_bytes - 1024u)
         cap = cfg->max_frame_bytes - 1024u;
-    int rc = vt_rlog_read(rr->log, m.from, UINT64_MAX, cap, NULL, on_read_done, r);
-    if (rc != 0)
+    struct read_job *j = malloc(sizeof(*j));
+    if (j == NULL) {
+        vt_repl__rreq_error(c, r, VT_REPL_E_OVERLOADED, "out of memory");
+        return;
+    }
+    *j = (struct read_job){.r = r, .from = m.from};
+    int rc = vt_rlog_read(rr->log, m.from, UINT64_MAX, cap, NULL, on_read_done, j);
+    if (rc != 0) {
+        free(j);
         rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up");
+    }
 }
 
 /* The leader that named this replica its successor released its lease at
