@@ -21,10 +21,7 @@ CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1 CL_LEASE=${VTOP_LE
 trap cl_cleanup EXIT
 ctl() { "$bin/vtopctl" "$@"; }
 cl_managed_up bench 1 --replication-factor 3 >/dev/null
-tepoch=$(ctl topic describe --config "$work/admin.yaml" --name bench |
-    sed -n 's/^topic bench .* epoch=\([0-9]*\) .*/\1/p')
-read -r _ range leader epoch < <(cl_topic_ranges bench)
-for n in 1 2 3; do cl_client_cfg "$n" "$range" "$work/c$n.yaml" bench "$tepoch"; done
+read -r range leader epoch < <(cl_range_cfgs bench)
 via=$(($(cl_node_of "$leader") % 3 + 1))
 ctl produce --config "$work/c$via.yaml" --records 100000000 --batch 16 --value-bytes 128 \
     --durability quorum --reconnect-seconds 120 --max-retries 100000 \

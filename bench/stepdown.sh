@@ -23,10 +23,7 @@ CL_TOP=$top CL_BIN=$bin CL_WORK=$work CL_CORES=1 CL_MANAGED=1 CL_LEASE=${VTOP_LE
 trap cl_cleanup EXIT
 ctl() { "$bin/vtopctl" "$@"; }
 cl_managed_up bench 1 --replication-factor 3 >/dev/null
-tepoch=$(ctl topic describe --config "$work/admin.yaml" --name bench |
-    sed -n 's/^topic bench .* epoch=\([0-9]*\) .*/\1/p')
-read -r _ range _ _ < <(cl_topic_ranges bench)
-for n in 1 2 3; do cl_client_cfg "$n" "$range" "$work/c$n.yaml" bench "$tepoch"; done
+cl_range_cfgs bench >/dev/null
 cpu() { # utime + stime of the three node processes, in clock ticks
     local n t=0 f
     for n in 1 2 3; do

@@ -265,6 +265,24 @@ cl_managed_up() {
     cl_wait_leaders "$topic" "$ranges" "${CL_LEADERS_WAIT:-30}"
 }
 
+# cl_range_cfgs TOPIC [PREFIX]: for range 0 of TOPIC (a managed cluster),
+# writes PREFIX1.yaml .. PREFIX3.yaml (default $CL_WORK/c), client configs
+# naming that range by id at the topic's epoch through node 1..3, and prints
+# "RANGE_ID HOLDER LEASE_EPOCH" (cl_topic_ranges' fields). Returns 1 with
+# the reason on stderr when the topic or its range 0 is not found.
+cl_range_cfgs() {
+    local tepoch range holder epoch n prefix=${2:-$CL_WORK/c}
+    tepoch=$("$CL_BIN/vtopctl" topic describe --config "$CL_WORK/admin.yaml" --name "$1" |
+        sed -n "s/^topic $1 .* epoch=\([0-9]*\) .*/\1/p")
+    read -r _ range holder epoch < <(cl_topic_ranges "$1" | awk '$1 == 0')
+    if [ -z "$tepoch" ] || [ -z "$range" ]; then
+        echo "cl_range_cfgs: topic $1 or its range 0 not found" >&2
+        return 1
+    fi
+    for n in 1 2 3; do cl_client_cfg "$n" "$range" "$prefix$n.yaml" "$1" "$tepoch"; done
+    echo "$range $holder $epoch"
+}
+
 # cl_kill N [SIGNAL]: signals node N by PID (default KILL) and reaps it.
 cl_kill() {
     local n=$1 sig=${2:-KILL} pid=${CL_PIDS[$1]}

@@ -44,13 +44,9 @@ readyz() { # NODE FILE: prints the HTTP code, the body goes to FILE
 range_of() { cl_topic_ranges "$1" | awk -v i="$2" '$1 == i { print $2, $3, $4 }'; }
 
 cl_managed_up orders 1 --replication-factor 3 || fail "managed cluster: $(cl_topic_ranges orders)"
-read -r range leader0 epoch0 < <(range_of orders 0)
+read -r range leader0 epoch0 < <(cl_range_cfgs orders "$work/client-n")
 if [ -z "$range" ] || [ "${epoch0:-0}" -lt 1 ]; then fail "no lease: $(cl_topic_ranges orders)"; fi
 old=$(cl_node_of "$leader0")
-topic_epoch=$(ctl topic describe --config "$work/admin.yaml" --name orders |
-    sed -n 's/^topic orders .* epoch=\([0-9]*\) .*/\1/p')
-[ -n "$topic_epoch" ] || fail "no topic epoch"
-for n in 1 2 3; do cl_client_cfg "$n" "$range" "$work/client-n$n.yaml" orders "$topic_epoch"; done
 echo "range $range is led by node $old at epoch $epoch0"
 
 # --epoch usage refusals (exit 2, nothing sent)

@@ -24,12 +24,9 @@ fail() { cl_fail "$*" "$work/produce.err"; }
 ctl() { "$bin/vtopctl" "$@"; }
 
 cl_managed_up orders 2 --replication-factor 3 || fail "managed cluster: $(cl_topic_ranges orders)"
-read -r _ range0 leader0 epoch0 < <(cl_topic_ranges orders | awk '$1 == 0')
+read -r range0 leader0 epoch0 < <(cl_range_cfgs orders "$work/client-n")
+[ -n "$range0" ] || fail "no client configs for range 0: $(cl_topic_ranges orders)"
 old=$(cl_node_of "$leader0")
-topic_epoch=$(ctl topic describe --config "$work/admin.yaml" --name orders |
-    sed -n 's/^topic orders .* epoch=\([0-9]*\) .*/\1/p')
-[ -n "$topic_epoch" ] || fail "no topic epoch"
-for n in 1 2 3; do cl_client_cfg "$n" "$range0" "$work/client-n$n.yaml" orders "$topic_epoch"; done
 echo "range 0 ($range0) is led by node $old at epoch $epoch0"
 
 # A node that does not lead the range refuses, and nothing changes.
