@@ -185,6 +185,17 @@ log_pos(int i)
     return p;
 }
 
+/* Waits (up to WAIT_MS) until node i's log is durable through `at`. */
+static void
+wait_committed(int i, uint64_t at)
+{
+    uint64_t until = vt_clock_mono_ms() + WAIT_MS;
+    while (log_pos(i).committed < at && vt_clock_mono_ms() < until) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
 struct handoff {
     uint64_t epoch;
     uint32_t sent;
@@ -661,11 +672,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     assert_int_equal(p->code, 0); /* acknowledged by nodes ld and fw */
     uint64_t acked_end = p->w.base_offset + 4;
     prod_free(p);
-    until = vt_clock_mono_ms() + WAIT_MS;
-    while (log_pos(fw).committed < acked_end && vt_clock_mono_ms() < until) {
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-    }
+    wait_committed(fw, acked_end);
     struct log_pos held = log_pos(fw);
     assert_true(held.committed >= acked_end);
     assert_true(log_pos(1).next < acked_end);
@@ -696,23 +703,15 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     /* 10. a leader behind with a tail of its own that a newer epoch
      * superseded cuts that tail, then copies. ld follows node 1 at 8 */
     assert_int_equal(watch(ld, 8, 1), 0);
-    until = vt_clock_mono_ms() + WAIT_MS;
-    while ((log_pos(ld).committed < y || log_pos(fw).committed < y) &&
-           vt_clock_mono_ms() < until) {
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-    }
+    wait_committed(ld, y);
+    wait_committed(fw, y);
     assert_true(log_pos(ld).committed >= y && log_pos(fw).committed >= y);
     /* ld and fw move to epoch 9 under fw: node 1's next batch reaches only
      * its own log (the tail), and node 1, demoted, follows ld's view */
     assert_int_equal(watch(fw, 9, fw), 0);
     assert_int_equal(watch(ld, 9, fw), 0);
     p = produce_start(1, 13, 3);
-    until = vt_clock_mono_ms() + WAIT_MS;
-    while (log_pos(1).committed < y + 3 && vt_clock_mono_ms() < until) {
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-    }
+    wait_committed(1, y + 3);
     assert_int_equal(log_pos(1).committed, y + 3);
     assert_int_equal(atomic_load(&p->done), 0);
     assert_int_equal(watch(1, 9, ld), 0); /* demoted: the view names ld, fw is refused */
@@ -727,11 +726,7 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     assert_int_equal(p->w.base_offset, y + 1); /* the epoch-9 marker took y */
     uint64_t end9 = y + 5;
     prod_free(p);
-    until = vt_clock_mono_ms() + WAIT_MS;
-    while (log_pos(ld).committed < end9 && vt_clock_mono_ms() < until) {
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-    }
+    wait_committed(ld, end9);
     assert_true(log_pos(ld).committed >= end9);
     /* node 1 is granted epoch 10 with fw out of reach (it leads 9): ld's
      * answer holds epoch 9, so node 1 cuts its 3 epoch-8 records at y,
