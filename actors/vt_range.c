@@ -257,12 +257,46 @@ trim_records(struct vt_breq *r, const uint8_t *buf, size_t len, uint64_t *next)
     r->len = (uint32_t)pos;
 }
 
+static void on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next,
+                    void *arg);
+
+/* The first batch is larger than max_bytes: a fetch still returns it whole
+ * when the session's frame holds it (PROTOCOL.md), so read again into a
+ * buffer of exactly that size. 0 (the read is queued), 1 (it cannot be
+ * served: r is answered), or an rlog error. */
+static int
+grow_fetch(struct vt_core *c, struct vt_breq *r, size_t need)
+{
+    if (need > r->fetch_room) {
+        range_fail(c, r, VT_E_INVALID_REQUEST, "the batch at offset %llu is %zu bytes, larger "
+                   "than this session's frame allows (%u bytes of batches)",
+                   (unsigned long long)r->fetch_start, need, r->fetch_room);
+        return 1;
+    }
+    size_t head = (size_t)(r->fetch_dst - r->buf);
+    uint8_t *nb = realloc(r->buf, head + need);
+    if (nb == NULL) {
+        range_fail(c, r, VT_E_OVERLOADED, "out of memory for a %zu-byte batch", need);
+        return 1;
+    }
+    r->buf = nb;
+    r->fetch_dst = nb + head;
+    r->max_bytes = (uint32_t)need;
+    return vt_rlog_read(r->ra->log, r->fetch_start, r->hwm, r->max_bytes, r->fetch_dst, on_read,
+                        r);
+}
+
 static void
 on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next, void *arg)
 {
     (void)l;
     struct vt_breq *r = arg;
     struct vt_core *c = vt_core_self();
+    if (rc == -ENOBUFS && len > r->max_bytes) {
+        rc = grow_fetch(c, r, len);
+        if (rc == 0 || rc == 1)
+            return;
+    }
     if (rc != 0) {
         char context[64];
         snprintf(context, sizeof(context), "fetch at %llu, max_bytes %u",

@@ -45,8 +45,12 @@ struct vt_breq {
     uint32_t batch_len, records;
     uint64_t fetch_start;
     uint32_t max_bytes, max_records;
-    uint8_t *buf;             /* fetch buffer, allocated (and freed) by the session */
+    uint8_t *buf;             /* fetch buffer, allocated (and freed) by the session;
+                               * the range may reallocate it once (fetch_room) */
     uint8_t *fetch_dst;       /* where the range writes up to max_bytes of batches */
+    uint32_t fetch_room;      /* the largest batch bytes the session's frame holds: a
+                               * first batch above max_bytes but within this is still
+                               * served, whole (at least one batch per fetch) */
     /* answer */
     uint16_t err_code;        /* 0 = success */
     char err_msg[240];

@@ -362,6 +362,7 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
     r->fencing_epoch = m.fencing_epoch;
     r->fetch_start = m.start;
     r->max_bytes = (uint32_t)cap;
+    r->fetch_room = (uint32_t)room;
     r->max_records = m.max_records;
     charge(s, r, (uint32_t)cap);
     r->fetch_dst = buf + FETCH_HEADROOM; /* room for the response fields in front */

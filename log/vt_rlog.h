@@ -131,7 +131,9 @@ int vt_rlog_when_durable(struct vt_rlog *l, uint64_t offset, vt_rlog_durable_cb 
 /* Reads whole committed batches from `offset` below min(max_offset,
  * committed), at most `cap` bytes, on the I/O thread. With `buf` NULL the
  * rlog allocates the buffer (valid during `cb`); else it reads into `buf`
- * (cap bytes, owned by the caller, untouched by the core until `cb`). */
+ * (cap bytes, owned by the caller, untouched by the core until `cb`).
+ * `cb` gets rc -ENOBUFS with `len` = the size of the first batch when that
+ * batch alone is larger than `cap` (nothing was read). */
 int vt_rlog_read(struct vt_rlog *l, uint64_t offset, uint64_t max_offset, size_t cap,
                  uint8_t *buf, vt_rlog_read_cb *cb, void *arg) VT_MUST_USE;
 

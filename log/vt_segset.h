@@ -137,7 +137,8 @@ int vt_segset_retain(struct vt_segset *s, uint64_t max_total_bytes, uint64_t max
  * if any qualifies and it fits `cap`). *len = bytes copied (0 = nothing at or
  * above offset below max_offset), *next = offset after the last batch copied.
  * -ERANGE if offset is below the start offset. -ENOBUFS if the first batch
- * alone exceeds cap. */
+ * alone exceeds cap: then *len is that batch's size, so the caller can read
+ * again with a buffer that holds it. */
 int vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_t *buf,
                    size_t cap, size_t *len, uint64_t *next, struct vt_log_err *err) VT_MUST_USE;
 

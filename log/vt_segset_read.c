@@ -141,9 +141,11 @@ vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_
             break;
         if (rc != 0)
             return rc;
-        if (*len == 0 && h.batch_len > cap)
+        if (*len == 0 && h.batch_len > cap) {
+            *len = h.batch_len; /* what a whole first batch needs */
             return vt_log_err_set(err, -ENOBUFS, s->dir, "batch of %u bytes exceeds the "
                                   "buffer (%zu)", h.batch_len, cap);
+        }
         size_t got = 0;
         uint64_t before = *next;
         rc = copy_batches(s, g, pos, max_offset, buf + *len, cap - *len, &got, next, err);

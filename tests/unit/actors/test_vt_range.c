@@ -5,7 +5,8 @@
  * in the commit is a retryable Storage and a retry succeeds, a failed sync
  * poisons the range (Storage, then every append refused as poisoned), a
  * sequence gap is not retryable, a failed read is a retryable Storage, a
- * fetch smaller than the next batch is InvalidRequest. The table: a
+ * fetch smaller than the next batch gets that batch whole (InvalidRequest
+ * only beyond the session's frame). The table: a
  * duplicate open, a full share, a bad spec, a close, a close of an unknown
  * range, a produce to a closed range (WrongRange), a reopen that recovers
  * the data, a log that fails to open (named by readiness until closed).
@@ -131,24 +132,34 @@ produce(uint64_t seq, uint32_t n, struct req *q)
     return q->r.err_code;
 }
 
+/* A fetch as a session sends it: a buffer with 20 bytes of response fields
+ * in front, and `room` = the largest batch bytes its frame holds. */
 static uint16_t
-fetch(uint64_t start, uint32_t max_bytes, struct req *q)
+fetch_room(uint64_t start, uint32_t max_bytes, uint32_t room, struct req *q)
 {
     memset(q, 0, sizeof(*q));
     q->r.kind = VT_K_FETCH;
     q->r.range = T.spec.ident;
     q->r.fetch_start = start;
     q->r.max_bytes = max_bytes;
+    q->r.fetch_room = room;
     q->r.max_records = 4096;
-    q->r.fetch_dst = malloc(max_bytes);
-    assert_non_null(q->r.fetch_dst);
+    q->r.buf = malloc(20 + (size_t)max_bytes);
+    assert_non_null(q->r.buf);
+    q->r.fetch_dst = q->r.buf + 20;
     submit(q);
-    free(q->r.fetch_dst);
-    q->r.fetch_dst = NULL;
+    free(q->r.buf);
+    q->r.buf = q->r.fetch_dst = NULL;
     if (q->r.err_code != 0)
         print_message("fetch at %llu: %s (%u): %s\n", (unsigned long long)start,
                       vt_proto_error_name(q->r.err_code), q->r.err_code, q->r.err_msg);
     return q->r.err_code;
+}
+
+static uint16_t
+fetch(uint64_t start, uint32_t max_bytes, struct req *q)
+{
+    return fetch_room(start, max_bytes, max_bytes, q);
 }
 
 /* Retries a retryable refusal as a client would (bounded); returns the last code. */
@@ -431,15 +442,24 @@ test_on_read_eio_storage_retryable(void **state)
     assert_int_equal(q.r.next_offset, 4);
 }
 
+/* A first batch above max_bytes is still served whole when the session's
+ * frame holds it; only a batch beyond the frame is refused. */
 static void
-test_on_read_enobufs_invalid_request(void **state)
+test_on_read_first_batch_over_max_bytes(void **state)
 {
     (void)state;
     struct req q;
     assert_int_equal(produce(0, 4, &q), 0);
+    assert_int_equal(produce(4, 2, &q), 0);
+    assert_int_equal(fetch_room(0, 16, 65536, &q), 0);
+    assert_int_equal(q.r.next_offset, 4); /* exactly the first batch, whole */
+    assert_true(q.r.len > 16);
+    assert_int_equal(q.r.max_bytes, q.r.len);
+    assert_int_equal(fetch_room(2, 16, 65536, &q), 0); /* from inside that batch */
+    assert_int_equal(q.r.next_offset, 4);
     assert_int_equal(fetch(0, 16, &q), VT_E_INVALID_REQUEST);
     assert_false(vt_proto_error_retryable(q.r.err_code));
-    assert_non_null(strstr(q.r.err_msg, "max_bytes is smaller than the next batch"));
+    assert_non_null(strstr(q.r.err_msg, "larger than this session's frame allows"));
 }
 
 /* ---- the per-core table ------------------------------------------------------------ */
@@ -573,7 +593,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_on_read_eio_storage_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_produce_epoch_zero_or_stale_fenced_with_hint,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_on_read_enobufs_invalid_request, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_on_read_first_batch_over_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_duplicate_open_eexist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_full_share_enospc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_bad_spec_einval, setup, teardown),
