@@ -1,6 +1,9 @@
-/* `vtopctl produce`: writes N deterministic records (vt_content.h) to the
- * configured range with pipelined Produce requests, checks every
- * acknowledgement, and keeps a crash-safe count of acknowledged records.
+/* `vtopctl produce`: writes records to the configured range with pipelined
+ * Produce requests, checks every acknowledgement, and keeps a crash-safe
+ * count of acknowledged records. The records are either N deterministic
+ * ones (--records, vt_content.h: what verify and the tests check) or the
+ * user's own: the command line's values, or the lines of a file or stdin
+ * (ctl_input.h), written as a new producer epoch.
  *
  * Exit codes: 0 all acked, 1 broker error or broken acknowledgement, 2 usage,
  * 3 connection lost mid-run (the acked count printed and in --acked-file is
@@ -16,6 +19,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_input.h"
 #include "vt_client.h"
 #include "vt_clock.h"
 #include "vt_codec.h"
@@ -30,25 +34,48 @@
 /* Room for the Produce fields around the batch (range, epochs, prefixes). */
 #define PRODUCE_REQ_OVERHEAD_BYTES 320u
 #define PRODUCE_HELP (-1)
+/* User records held at once (unacknowledged): count and bytes. */
+#define PRODUCE_INPUT_MAX_RECORDS (1u << 20)
+#define PRODUCE_INPUT_MAX_BYTES ((size_t)64 << 20)
 
 static const char produce_usage[] =
-    "usage: vtopctl produce --config CLIENT.yaml --records N [--batch B] [--value-bytes V]\n"
+    "usage: vtopctl produce --config CLIENT.yaml [VALUE... | --file PATH | --records N]\n"
+    "                       [--key K | --key-separator SEP] [--producer-epoch P]\n"
+    "                       [--batch B] [--value-bytes V]\n"
     "                       [--first-sequence S] [--durability local|quorum]\n"
     "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
     "                       [--reconnect-seconds S] [--topic NAME [--range-index I]]\n"
     "                       [--epoch E] [--json]\n"
     "\n"
-    "Produces N records to the range in CLIENT.yaml (or --topic's). Record k (k = S, S+1, ...)\n"
-    "has key = k as 8 big-endian bytes, timestamp = k, and V value bytes with\n"
-    "byte i = (31k + i) mod 256. Batches of B records carry producer id =\n"
-    "principal, the configured producer epoch and base sequence = k of their\n"
-    "first record; up to K batches are in flight.\n"
+    "Produces records to the range in CLIENT.yaml (or --topic's), and returns once\n"
+    "every one is acknowledged (durable as --durability says).\n"
+    "\n"
+    "Your records: each VALUE argument is one record; or, with --file PATH (\"-\" =\n"
+    "stdin) or with no VALUE and no --records, each line of the file or of stdin is\n"
+    "one record (without its newline; records are sent as lines arrive). With\n"
+    "--key every record carries key K; with --key-separator each record is split at\n"
+    "the first SEP into key and value. Timestamps are the wall clock. The run is a\n"
+    "new producer epoch (--producer-epoch, default: the wall clock in ms), so its\n"
+    "sequence numbers start at 0 and a retry never writes a record twice; a second\n"
+    "run with the same principal fences this one (ProducerFenced).\n"
+    "\n"
+    "Test records (--records N): record k (k = S, S+1, ...) has key = k as 8\n"
+    "big-endian bytes, timestamp = k, and V value bytes with byte i = (31k + i) mod\n"
+    "256, at the config's producer epoch; `vtopctl verify` checks them.\n"
+    "\n"
+    "Batches of up to B records carry producer id = principal and base sequence =\n"
+    "that of their first record; up to K batches are in flight.\n"
     "\n"
     "  --config PATH         client config (YAML)\n"
-    "  --records N           records to produce\n"
+    "  --file PATH           records are the lines of PATH (\"-\": stdin)\n"
+    "  --key K               the key of every record (default: none)\n"
+    "  --key-separator SEP   split each record at the first SEP into key and value\n"
+    "  --producer-epoch P    the producer epoch to write at (default: your records:\n"
+    "                        the wall clock in ms; --records: the config's)\n"
+    "  --records N           produce N test records\n"
     "  --batch B             records per batch (default 128)\n"
-    "  --value-bytes V       value size (default 128)\n"
-    "  --first-sequence S    sequence of the first record (default 0)\n"
+    "  --value-bytes V       --records: value size (default 128)\n"
+    "  --first-sequence S    --records: sequence of the first record (default 0)\n"
     "  --durability D        local (default) or quorum\n"
     "  --acked-file PATH     after every acknowledged batch, atomically replace\n"
     "                        PATH with the acknowledged record count\n"
@@ -71,6 +98,13 @@ static const char produce_usage[] =
 
 struct produce_opts {
     const char *config;
+    char **values; /* VALUE arguments */
+    int n_values;
+    const char *file;
+    const char *key, *key_sep;
+    uint64_t producer_epoch;
+    bool have_producer_epoch;
+    bool have_test_only; /* --value-bytes or --first-sequence */
     uint64_t records;
     bool have_records;
     uint64_t batch;
@@ -97,9 +131,10 @@ struct produce_slot {
 struct produce_run {
     const struct produce_opts *o;
     struct vt_client_config cfg;
-    struct vt_client_config dial; /* cfg, pointed at the node we talk to now */
-    char dial_name[37];           /* its CN when a redirect named the leader */
+    struct ctl_dial dial;         /* cfg, pointed at the node we talk to now */
     struct vt_client *client;
+    struct ctl_input *in;         /* the user's records; NULL: --records */
+    uint64_t producer_epoch;
     struct vt_range_ident range;  /* the range written, resolved with Locate at the start */
     uint64_t epoch;               /* the fencing epoch Locate (or a redirect) gave */
     uint64_t redirects, reconnects;
@@ -144,9 +179,12 @@ parse_one(int c, struct produce_opts *o)
         return ctl_opt_u64(u, "--records", optarg, 0, INT64_MAX, &o->records);
     case 'b': return ctl_opt_u64(u, "--batch", optarg, 1, VT_BATCH_MAX_RECORDS, &o->batch);
     case 'v':
+        o->have_test_only = true;
         return ctl_opt_u64(u, "--value-bytes", optarg, 0, VT_CONTENT_MAX_VALUE_BYTES,
                            &o->value_bytes);
-    case 's': return ctl_opt_u64(u, "--first-sequence", optarg, 0, INT64_MAX, &o->first_seq);
+    case 's':
+        o->have_test_only = true;
+        return ctl_opt_u64(u, "--first-sequence", optarg, 0, INT64_MAX, &o->first_seq);
     case 'd': return parse_durability(optarg, &o->durability);
     case 'a': o->acked_file = optarg; return 0;
     case 'k': return ctl_opt_u64(u, "--inflight", optarg, 1, 4096, &o->inflight);
@@ -156,6 +194,16 @@ parse_one(int c, struct produce_opts *o)
         o->have_epoch = true;
         return ctl_opt_u64(u, "--epoch", optarg, 0, UINT64_MAX, &o->epoch);
     case 'j': o->json = true; return 0;
+    case 'f': o->file = optarg; return 0;
+    case 'K': o->key = optarg; return 0;
+    case 'S':
+        if (optarg[0] == '\0')
+            return ctl_usage_error(u, "--key-separator must not be empty");
+        o->key_sep = optarg;
+        return 0;
+    case 'P':
+        o->have_producer_epoch = true;
+        return ctl_opt_u64(u, "--producer-epoch", optarg, 0, UINT64_MAX, &o->producer_epoch);
     default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
@@ -177,6 +225,10 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         {"reconnect-seconds", required_argument, NULL, 'R'},
         {"epoch", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, 'j'},
+        {"file", required_argument, NULL, 'f'},
+        {"key", required_argument, NULL, 'K'},
+        {"key-separator", required_argument, NULL, 'S'},
+        {"producer-epoch", required_argument, NULL, 'P'},
         CTL_RANGE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -196,12 +248,21 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
         if (rc < 0)
             return ctl_opt_error(c, argv, produce_usage);
     }
-    if (ctl_opt_no_positional(argc, argv, produce_usage) != 0)
-        return CTL_EXIT_USAGE;
+    o->values = argv + optind;
+    o->n_values = argc - optind;
     if (o->config == NULL)
         return ctl_usage_error(produce_usage, "--config is required");
-    if (!o->have_records)
-        return ctl_usage_error(produce_usage, "--records is required");
+    int sources = (o->n_values > 0) + (o->file != NULL) + o->have_records;
+    if (sources > 1)
+        return ctl_usage_error(produce_usage, "give one of: VALUE arguments, --file, --records");
+    if (o->key != NULL && o->key_sep != NULL)
+        return ctl_usage_error(produce_usage, "--key and --key-separator exclude each other");
+    if (o->have_records && (o->key != NULL || o->key_sep != NULL))
+        return ctl_usage_error(produce_usage, "--records writes test records (their key is the "
+                               "sequence); --key and --key-separator are for your records");
+    if (!o->have_records && o->have_test_only)
+        return ctl_usage_error(produce_usage, "--first-sequence and --value-bytes are for "
+                               "--records; your records start a new producer epoch at 0");
     if (o->have_epoch && o->reconnect_s > 0)
         return ctl_usage_error(produce_usage, "--epoch writes to one node at one epoch; it "
                                "cannot be combined with --reconnect-seconds");
@@ -222,6 +283,7 @@ print_result(const struct produce_run *r, const char *status, const char *error)
                ",\"reconnects\":%" PRIu64 ",\"first_sequence\":%" PRIu64,
                status, r->acked_total, r->batches, r->duplicates, r->retries, r->redirects,
                r->reconnects, o->first_seq);
+        printf(",\"producer_epoch\":%" PRIu64, r->producer_epoch);
         printf(",\"max_ack_gap_ms\":%" PRIu64 ",\"max_ack_gap_at\":%" PRIu64, r->max_gap_ms,
                r->max_gap_at);
         if (r->acks.have_any)
@@ -297,8 +359,16 @@ send_next(struct produce_run *r)
 {
     uint64_t left = r->end_seq - r->next_seq;
     uint32_t n = left < r->o->batch ? (uint32_t)left : (uint32_t)r->o->batch;
-    long len = vt_content_batch_encode(&r->builder, r->batch_buf, r->batch_cap, r->cfg.principal,
-                                       r->cfg.producer_epoch, r->next_seq, n);
+    long len;
+    if (r->in != NULL) {
+        len = ctl_input_encode(r->in, r->next_seq, n, r->batch_buf, r->batch_cap,
+                               r->cfg.principal, r->producer_epoch, &n);
+        if (len < 0)
+            return finish_error(r, CTL_EXIT_FAIL, r->in->why);
+    } else {
+        len = vt_content_batch_encode(&r->builder, r->batch_buf, r->batch_cap, r->cfg.principal,
+                                      r->producer_epoch, r->next_seq, n);
+    }
     VT_ASSERT(len > 0);
     struct vt_produce_req req = {.range = r->range,
                                  .fencing_epoch = r->epoch,
@@ -392,34 +462,18 @@ locate(struct produce_run *r)
     return 0;
 }
 
-/* Connects to `addr` ("host:port") expecting certificate CN `name` (NULL:
- * the configured server_name), replacing the current connection. */
+/* Connects to `addr` ("host:port") expecting certificate CN `name`,
+ * replacing the current connection. */
 static int
 reconnect(struct produce_run *r, const char *addr, const char *name)
 {
-    struct vt_cfg_hostport hp;
-    const char *why = "";
-    if (vt_cfg_parse_hostport(addr, strlen(addr), &hp, &why) != 0) {
-        char msg[400];
-        snprintf(msg, sizeof(msg), "the node named leader address \"%.256s\": %.100s", addr,
-                 why);
-        return finish_error(r, CTL_EXIT_FAIL, msg);
-    }
     vt_client_close(r->client);
     r->client = NULL;
-    r->dial = r->cfg;
-    r->dial.addr = hp;
-    if (name != NULL) {
-        snprintf(r->dial_name, sizeof(r->dial_name), "%s", name);
-        r->dial.server_name = r->dial_name;
-    }
-    char err[600];
-    if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) != 0) {
-        r->client = NULL;
-        snprintf(r->lost_why, sizeof(r->lost_why), "%s", err);
-        return -ECONNREFUSED; /* the caller survives or reports the loss */
-    }
-    return 0;
+    int rc = ctl_dial_addr(&r->dial, &r->cfg, addr, name, VT_ROLE_PRODUCER, &r->client,
+                           r->lost_why, sizeof(r->lost_why));
+    if (rc == -EINVAL)
+        return finish_error(r, CTL_EXIT_FAIL, r->lost_why);
+    return rc != 0 ? -ECONNREFUSED : 0; /* the caller survives or reports the loss */
 }
 
 /* The oldest batch was refused NotLeader or Fenced: take the leader and
@@ -439,8 +493,11 @@ follow_leader(struct produce_run *r)
         char name[37];
         vt_uuid_format(e.hint_leader, name);
         char here[300];
-        snprintf(here, sizeof(here), "%s:%u", r->dial.addr.host, r->dial.addr.port);
-        if (strcmp(here, e.hint_addr) != 0 && reconnect(r, e.hint_addr, name) != 0) {
+        snprintf(here, sizeof(here), "%s:%u", r->dial.cfg.addr.host, r->dial.cfg.addr.port);
+        rc = strcmp(here, e.hint_addr) != 0 ? reconnect(r, e.hint_addr, name) : 0;
+        if (rc > 0)
+            return rc;
+        if (rc != 0) {
             if (r->o->reconnect_s > 0)
                 return survive_loss(r);
             return finish_error(r, CTL_EXIT_INTERRUPTED, r->lost_why);
@@ -468,52 +525,21 @@ survive_loss(struct produce_run *r)
         r->next_seq = slot_at(r, 0)->first;
     r->len = 0;
     r->head = 0;
-    uint64_t deadline = vt_clock_mono_ms() + r->o->reconnect_s * 1000;
-    uint32_t n_cand = 1 + r->cfg.n_nodes, i = 0;
-    uint64_t backoff = 50;
-    for (;;) {
-        struct vt_client_config c = r->cfg;
-        if (i % n_cand > 0) {
-            c.addr = r->cfg.nodes[i % n_cand - 1].addr;
-            c.server_name = r->cfg.nodes[i % n_cand - 1].server_name;
-        }
-        i++;
-        vt_client_close(r->client);
-        r->client = NULL;
-        r->dial = c;
-        char err[600];
-        if (vt_client_connect(&r->dial, VT_ROLE_PRODUCER, &r->client, err, sizeof(err)) == 0) {
-            struct vt_range_location loc;
-            int rc = vt_client_locate_range(r->client, &r->range, &loc);
-            if (rc == 0) {
-                r->epoch = loc.fencing_epoch;
-                r->reconnects++;
-                char name[37], here[300];
-                vt_uuid_format(loc.leader, name);
-                snprintf(here, sizeof(here), "%s:%u", r->dial.addr.host, r->dial.addr.port);
-                if (!loc.has_leader || loc.leader_addr[0] == '\0' ||
-                    strcmp(here, loc.leader_addr) == 0 ||
-                    reconnect(r, loc.leader_addr, name) == 0)
-                    return 0;
-                /* the named leader did not answer: keep walking */
-                snprintf(first_err, sizeof(first_err), "%s", r->lost_why);
-            }
-            if (r->client != NULL) {
-                vt_client_close(r->client);
-                r->client = NULL;
-            }
-        }
-        if (vt_clock_mono_ms() >= deadline) {
-            char msg[800];
-            snprintf(msg, sizeof(msg), "connection lost (%.300s) and no node answered within "
-                     "%" PRIu64 " s", first_err, r->o->reconnect_s);
-            return finish_error(r, CTL_EXIT_INTERRUPTED, msg);
-        }
-        if (i % n_cand == 0) {
-            sleep_ms(backoff);
-            backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
-        }
+    vt_client_close(r->client);
+    r->client = NULL;
+    struct vt_range_location loc;
+    char err[600];
+    if (ctl_dial_leader(&r->dial, &r->cfg, VT_ROLE_PRODUCER, &r->range,
+                        vt_clock_mono_ms() + r->o->reconnect_s * 1000, &r->client, &loc, err,
+                        sizeof(err)) != 0) {
+        char msg[1300];
+        snprintf(msg, sizeof(msg), "connection lost (%.600s) and no node answered within "
+                 "%" PRIu64 " s (last: %.600s)", first_err, r->o->reconnect_s, err);
+        return finish_error(r, CTL_EXIT_INTERRUPTED, msg);
     }
+    r->epoch = loc.fencing_epoch;
+    r->reconnects++;
+    return 0;
 }
 
 /* A client failure: with --reconnect-seconds a lost connection is survived
@@ -528,13 +554,40 @@ lost_or_fail(struct produce_run *r, int rc)
     return finish_client_error(r, rc);
 }
 
+/* The user's records: read more when everything read has been sent, waiting
+ * for input only when nothing is in flight. 0, or an exit code. */
+static int
+read_input(struct produce_run *r)
+{
+    if (r->in == NULL || r->next_seq < r->end_seq || r->in->done)
+        return 0;
+    int rc = ctl_input_fill(r->in, r->len == 0);
+    if (rc < 0)
+        return finish_error(r, CTL_EXIT_FAIL, r->in->why);
+    r->end_seq = ctl_input_end(r->in);
+    return 0;
+}
+
+static bool
+all_acked(const struct produce_run *r)
+{
+    if (r->in != NULL)
+        return r->in->done && r->acked_total == ctl_input_end(r->in);
+    return r->acked_total >= r->o->records;
+}
+
 static int
 produce_loop(struct produce_run *r)
 {
     r->last_ack_ms = vt_clock_mono_ms();
-    while (r->acked_total < r->o->records) {
+    while (!all_acked(r)) {
+        int rc = read_input(r);
+        if (rc != 0)
+            return rc;
         while (r->len < r->window && r->next_seq < r->end_seq) {
-            int rc = send_next(r);
+            rc = send_next(r);
+            if (rc > 0)
+                return rc; /* the user's record cannot be sent */
             if (rc != 0) {
                 rc = lost_or_fail(r, rc);
                 if (rc != 0)
@@ -543,10 +596,10 @@ produce_loop(struct produce_run *r)
             }
         }
         if (r->len == 0)
-            continue; /* reconnected: send again */
+            continue; /* reconnected: send again (or read more) */
         struct produce_slot s = *slot_at(r, 0);
         struct vt_produce_resp a;
-        int rc = vt_client_produce_wait(r->client, s.request_id, &a);
+        rc = vt_client_produce_wait(r->client, s.request_id, &a);
         if (rc == -EREMOTEIO && r->o->have_epoch)
             return finish_client_error(r, rc); /* a fencing check: a refusal is the answer */
         if (rc == -EREMOTEIO && !vt_client_broken(r->client) && redirected(r)) {
@@ -581,9 +634,17 @@ produce_loop(struct produce_run *r)
         r->batches++;
         r->duplicates += a.duplicate;
         r->retry_streak = 0;
+        if (r->in != NULL)
+            ctl_input_release(r->in, s.first + s.count);
         rc = write_acked(r);
         if (rc != 0)
             return rc;
+    }
+    if (r->in != NULL && r->in->failed) {
+        char msg[600];
+        snprintf(msg, sizeof(msg), "%s; the %" PRIu64 " records before it were acknowledged",
+                 r->in->why, r->acked_total);
+        return finish_error(r, CTL_EXIT_FAIL, msg);
     }
     print_result(r, "produce_done", NULL);
     return CTL_EXIT_OK;
@@ -598,16 +659,30 @@ produce_prepare(struct produce_run *r)
     if (o->batch > sess->max_records)
         return ctl_usage_error(produce_usage, "--batch %" PRIu64 " exceeds the node's max_records "
                                "%" PRIu32, o->batch, sess->max_records);
+    r->window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight : sess->max_inflight;
+    r->slots = calloc(r->window, sizeof(*r->slots));
+    if (r->slots == NULL) {
+        ctl_errorf("produce: out of memory");
+        return CTL_EXIT_FAIL;
+    }
+    if (r->in != NULL) {
+        /* a batch of the user's records ends where the frame does */
+        r->batch_cap = sess->max_frame - PRODUCE_REQ_OVERHEAD_BYTES - VT_FRAME_HEADER_BYTES;
+        r->batch_buf = malloc(r->batch_cap);
+        if (r->batch_buf == NULL) {
+            ctl_errorf("produce: out of memory");
+            return CTL_EXIT_FAIL;
+        }
+        return write_acked(r);
+    }
     r->batch_cap = vt_content_batch_size((uint32_t)o->batch, (uint32_t)o->value_bytes);
     if (r->batch_cap + PRODUCE_REQ_OVERHEAD_BYTES + VT_FRAME_HEADER_BYTES > sess->max_frame)
         return ctl_usage_error(produce_usage, "a batch of %" PRIu64 " records of %" PRIu64
                                " value bytes (%zu bytes) does not fit the node's max frame of %"
                                PRIu32 " bytes", o->batch, o->value_bytes, r->batch_cap,
                                sess->max_frame);
-    r->window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight : sess->max_inflight;
     r->batch_buf = malloc(r->batch_cap);
-    r->slots = calloc(r->window, sizeof(*r->slots));
-    if (r->batch_buf == NULL || r->slots == NULL ||
+    if (r->batch_buf == NULL ||
         vt_content_builder_init(&r->builder, (uint32_t)o->batch, (uint32_t)o->value_bytes) != 0) {
         ctl_errorf("produce: out of memory");
         return CTL_EXIT_FAIL;
@@ -615,6 +690,40 @@ produce_prepare(struct produce_run *r)
     r->next_seq = o->first_seq;
     r->end_seq = o->first_seq + o->records;
     return write_acked(r);
+}
+
+/* The user's records: from the VALUE arguments, --file, or stdin; a new
+ * producer epoch unless --producer-epoch names one. 0 or an exit code. */
+static int
+input_open(struct produce_run *r, struct ctl_input *in)
+{
+    const struct produce_opts *o = r->o;
+    const struct vt_server_hello *sess = vt_client_session(r->client);
+    size_t room = sess->max_frame - PRODUCE_REQ_OVERHEAD_BYTES - VT_FRAME_HEADER_BYTES -
+                  VT_BATCH_OVERHEAD_BYTES - VT_BATCH_RECORD_OVERHEAD_BYTES;
+    uint32_t window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight
+                                                       : sess->max_inflight;
+    uint64_t held = (uint64_t)window * o->batch;
+    struct ctl_input_opts io = {
+        .key = o->key, .key_sep = o->key_sep, .max_record_bytes = (uint32_t)room,
+        .max_records = (uint32_t)(held < PRODUCE_INPUT_MAX_RECORDS ? held
+                                                                   : PRODUCE_INPUT_MAX_RECORDS),
+        .max_bytes = PRODUCE_INPUT_MAX_BYTES};
+    int rc = o->n_values > 0 ? ctl_input_init_args(in, &io, o->values, o->n_values)
+                             : ctl_input_init_file(in, &io, o->file ? o->file : "-");
+    if (rc != 0) {
+        const char *why = rc == -ENOMEM ? "out of memory" : in->why;
+        ctl_errorf("produce: %s", why);
+        print_result(r, "produce_failed", why);
+        return CTL_EXIT_FAIL;
+    }
+    r->in = in;
+    if (!o->have_producer_epoch) {
+        int64_t now = vt_clock_wall_ms();
+        if (now > 0 && (uint64_t)now > r->producer_epoch)
+            r->producer_epoch = (uint64_t)now;
+    }
+    return 0;
 }
 
 int
@@ -630,14 +739,15 @@ ctl_produce_main(int argc, char **argv)
     rc = ctl_client_config_load_range(o.config, &o.range, produce_usage, &r.cfg);
     if (rc != 0)
         return rc;
+    r.producer_epoch = o.have_producer_epoch ? o.producer_epoch : r.cfg.producer_epoch;
     char err[600];
-    r.dial = r.cfg;
-    if (vt_client_connect(&r.dial, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
+    r.dial.cfg = r.cfg;
+    if (vt_client_connect(&r.dial.cfg, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
         ctl_errorf("produce: %s", err);
+        print_result(&r, "produce_failed", err);
         vt_client_config_free(&r.cfg);
         return CTL_EXIT_FAIL;
     }
-    r.dial = r.cfg;
     struct vt_range_location loc;
     rc = vt_client_range_resolve(r.client, &r.cfg, &r.range, &loc);
     if (rc == 0)
@@ -648,9 +758,20 @@ ctl_produce_main(int argc, char **argv)
         vt_client_config_free(&r.cfg);
         return rc;
     }
+    struct ctl_input in;
+    if (!o.have_records) {
+        rc = input_open(&r, &in);
+        if (rc != 0) {
+            vt_client_close(r.client);
+            vt_client_config_free(&r.cfg);
+            return rc;
+        }
+    }
     rc = produce_prepare(&r);
     if (rc == 0)
         rc = produce_loop(&r);
+    if (r.in != NULL)
+        ctl_input_free(r.in);
     vt_content_builder_free(&r.builder);
     free(r.batch_buf);
     free(r.slots);

@@ -22,7 +22,8 @@ static const char top_usage[] =
 
 static const struct ctl_command commands[] = {
     {"segment", ctl_segment_main, "inspect, seal and verify segment files offline"},
-    {"produce", ctl_produce_main, "write deterministic test records to a running node"},
+    {"produce", ctl_produce_main, "write records (yours, or deterministic test ones) to a range"},
+    {"consume", ctl_consume_main, "print a range's records; --follow tails it"},
     {"verify", ctl_verify_main, "read a range back from a running node and check it"},
     {"node", ctl_node_main, "ask a running node about itself (node status, drain)"},
     {"range", ctl_range_main, "leadership of one range (step-down)"},

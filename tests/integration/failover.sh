@@ -9,7 +9,8 @@
 # locating it through any node; the leader of range 0 is killed with
 # SIGKILL mid-load; a follower takes the lease at a strictly higher epoch;
 # the producer follows by itself (NotLeader/Fenced redirects, reconnects)
-# and finishes with every record acknowledged exactly once; after the old
+# and finishes with every record acknowledged exactly once, and a consumer
+# tailing the range (consume --follow) prints each of them once, in order; after the old
 # leader restarts on its own data every acknowledged record is read back
 # byte for byte from every replica, and metadata's epoch for the range never
 # goes back.
@@ -213,6 +214,11 @@ echo "vtop-bench --topic bench: 3 ranges written at their $leaders leader(s)"
 via=$((old % 3 + 1))
 for n in 1 2 3; do cl_client_cfg_topic "$n" orders 0 "$work/client-n$n.yaml"; done
 records=60000
+# A consumer tails range 0 from its leader through the failover: it must
+# print every acknowledged record exactly once, in offset order.
+ctl consume --config "$work/client-n$via.yaml" --follow --max "$records" --format json \
+    --reconnect-seconds 30 >"$work/consume.jsonl" 2>"$work/consume.err" &
+consumer=$!
 ctl produce --config "$work/client-n$via.yaml" --records "$records" --batch 64 \
     --value-bytes 128 --durability quorum --reconnect-seconds 30 --acked-file "$work/acked" \
     --json >"$work/produce.json" 2>"$work/produce.err" &
@@ -234,6 +240,20 @@ grep -q "\"acked_total\":$records" "$work/produce.json" || fail "not all acked: 
 grep -q '"duplicates":0' "$work/produce.json" ||
     echo "note: the producer's resends came back as duplicates (original offsets): $(cat "$work/produce.json")"
 next=$(sed -n 's/.*"next_offset":\([0-9]*\).*/\1/p' "$work/produce.json")
+
+for _ in $(seq 1 300); do
+    kill -0 "$consumer" 2>/dev/null || break
+    sleep 0.1
+done
+kill -0 "$consumer" 2>/dev/null && { kill "$consumer"; fail "the consumer did not finish: $(tail -3 "$work/consume.err")"; }
+wait "$consumer" || fail "consume --follow exited $?: $(cat "$work/consume.err")"
+[ "$(wc -l <"$work/consume.jsonl")" = "$records" ] ||
+    fail "the consumer printed $(wc -l <"$work/consume.jsonl") records, not $records: $(cat "$work/consume.err")"
+sed -n 's/^{"offset":\([0-9]*\),.*/\1/p' "$work/consume.jsonl" >"$work/consume.offsets"
+sort -n -c "$work/consume.offsets" 2>/dev/null || fail "consumed offsets are not in order"
+[ "$(sort -u "$work/consume.offsets" | wc -l)" = "$records" ] || fail "the consumer saw a record twice"
+[ "$(tail -1 "$work/consume.offsets")" -lt "$next" ] || fail "consumed an offset at or above $next"
+echo "consume --follow through the failover: $records records, in order, once each ($(tail -1 "$work/consume.err"))"
 
 read -r _ _ leader1 epoch1 < <(cl_topic_ranges orders | awk '$1 == 0')
 new=$(cl_node_of "$leader1")
