@@ -264,6 +264,8 @@ ctl_input_encode(struct ctl_input *in, uint64_t seq, uint32_t max_n, uint8_t *ou
     if (seq < in->base_seq || seq >= ctl_input_end(in) || max_n == 0)
         return -EINVAL;
     struct ctl_input_rec *first = rec_at(in, seq);
+    if (first->inner)
+        return -EINVAL;
     uint64_t held = ctl_input_end(in) - seq;
     uint32_t want = first->batch_n;
     if (want == 0)
@@ -300,6 +302,8 @@ ctl_input_encode(struct ctl_input *in, uint64_t seq, uint32_t max_n, uint8_t *ou
         free(recs);
     if (len > 0) {
         first->batch_n = k;
+        for (uint32_t i = 1; i < k; i++)
+            rec_at(in, seq + i)->inner = true;
         *n = k;
     }
     return len;

@@ -31,6 +31,7 @@ struct ctl_input_rec {
     uint8_t *data; /* key then value */
     uint32_t key_len, value_len;
     uint32_t batch_n; /* at a batch's first record once encoded: its count; else 0 */
+    bool inner;       /* inside an encoded batch, not its first record */
 };
 
 struct ctl_input_opts {

@@ -87,7 +87,7 @@ expect_rc() { # expect_rc WANT WHAT CMD...
 }
 
 # --- usage errors: exit 2 ------------------------------------------------------
-expect_rc 2 "produce without --records" "$ctl" produce --config "$work/client.yaml"
+expect_rc 2 "produce --records with --file" "$ctl" produce --config x --records 1 --file y
 expect_rc 2 "unknown flag" "$ctl" verify --config x --bogus
 expect_rc 2 "bad durability" "$ctl" produce --config x --records 1 --durability buffered
 expect_rc 0 "node status --help" "$ctl" node status --help
