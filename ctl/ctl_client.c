@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "vt_client.h"
@@ -52,6 +53,22 @@ ctl_opt_u64(const char *usage, const char *flag, const char *text, uint64_t min,
                                v, min, max);
     *out = v;
     return 0;
+}
+
+const char *
+ctl_config_default(const char *given)
+{
+    if (given != NULL)
+        return given;
+    const char *env = getenv("VTOP_CONFIG");
+    if (env != NULL && env[0] != '\0')
+        return env;
+    static char home_cfg[4096];
+    const char *home = getenv("HOME");
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/vtop.yaml", home);
+    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
 }
 
 int

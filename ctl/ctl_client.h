@@ -33,6 +33,13 @@ int ctl_opt_no_positional(int argc, char **argv, const char *usage);
 int ctl_opt_u64(const char *usage, const char *flag, const char *text, uint64_t min, uint64_t max,
                 uint64_t *out);
 
+/* The client config to use: `given` (--config), else $VTOP_CONFIG, else
+ * ~/.config/vtop/vtop.yaml when it exists; NULL when none is. */
+const char *ctl_config_default(const char *given);
+#define CTL_NO_CONFIG_MSG                                                                   \
+    "no client config: pass --config PATH, set VTOP_CONFIG, or create "                     \
+    "~/.config/vtop/vtop.yaml"
+
 /* Loads the client config; on failure prints the file:line:key message and
  * returns CTL_EXIT_USAGE (a bad config is a usage error), else 0. */
 int ctl_client_config_load(const char *path, struct vt_client_config *cfg);

@@ -52,7 +52,8 @@ static const char consume_usage[] =
     "caught up with the HWM; with --follow it keeps polling and prints records as\n"
     "they commit, until --max, SIGINT or SIGTERM.\n"
     "\n"
-    "  --config PATH          client config (YAML)\n"
+    "  --config PATH          client config (YAML; default: $VTOP_CONFIG, then\n"
+    "                         ~/.config/vtop/vtop.yaml)\n"
     CTL_RANGE_USAGE
     "  --from WHERE           earliest (the first retained offset, default), latest\n"
     "                         (the HWM when the run starts: only new records), or an\n"
@@ -199,8 +200,9 @@ parse_opts(int argc, char **argv, struct consume_opts *o)
     }
     if (ctl_opt_no_positional(argc, argv, consume_usage) != 0)
         return CTL_EXIT_USAGE;
+    o->config = ctl_config_default(o->config);
     if (o->config == NULL)
-        return ctl_usage_error(consume_usage, "--config is required");
+        return ctl_usage_error(consume_usage, CTL_NO_CONFIG_MSG);
     return ctl_range_opt_check(consume_usage, &o->range);
 }
 

@@ -94,8 +94,9 @@ parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
         return rc;
     if (ctl_opt_no_positional(argc, argv, usage) != 0)
         return CTL_EXIT_USAGE;
+    o->config = ctl_config_default(o->config);
     if (o->config == NULL)
-        return ctl_usage_error(usage, "--config is required");
+        return ctl_usage_error(usage, CTL_NO_CONFIG_MSG);
     return ctl_range_opt_check(usage, &o->range);
 }
 

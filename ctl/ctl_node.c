@@ -27,7 +27,8 @@ static const char status_usage[] =
     "offset (start), next offset, committed offset, HWM and state.\n"
     "The config's `range:` does not filter; --topic does.\n"
     "\n"
-    "  --config PATH          client config (YAML)\n"
+    "  --config PATH          client config (YAML; default: $VTOP_CONFIG, then\n"
+    "                         ~/.config/vtop/vtop.yaml)\n"
     "  --json                 print one JSON object\n"
     "  --timeout-seconds T    connect and answer timeout (default 5)\n"
     "  --role R               role to authenticate as (default admin)\n"
@@ -93,8 +94,9 @@ parse_opts(int argc, char **argv, struct status_opts *o)
         return rc;
     if (ctl_opt_no_positional(argc, argv, status_usage) != 0)
         return CTL_EXIT_USAGE;
+    o->config = ctl_config_default(o->config);
     if (o->config == NULL)
-        return ctl_usage_error(status_usage, "--config is required");
+        return ctl_usage_error(status_usage, CTL_NO_CONFIG_MSG);
     return ctl_range_opt_check(status_usage, &o->range);
 }
 

@@ -66,7 +66,8 @@ static const char produce_usage[] =
     "Batches of up to B records carry producer id = principal and base sequence =\n"
     "that of their first record; up to K batches are in flight.\n"
     "\n"
-    "  --config PATH         client config (YAML)\n"
+    "  --config PATH         client config (YAML; default: $VTOP_CONFIG, then\n"
+    "                         ~/.config/vtop/vtop.yaml)\n"
     "  --file PATH           records are the lines of PATH (\"-\": stdin)\n"
     "  --key K               the key of every record (default: none)\n"
     "  --key-separator SEP   split each record at the first SEP into key and value\n"
@@ -250,8 +251,9 @@ parse_opts(int argc, char **argv, struct produce_opts *o)
     }
     o->values = argv + optind;
     o->n_values = argc - optind;
+    o->config = ctl_config_default(o->config);
     if (o->config == NULL)
-        return ctl_usage_error(produce_usage, "--config is required");
+        return ctl_usage_error(produce_usage, CTL_NO_CONFIG_MSG);
     int sources = (o->n_values > 0) + (o->file != NULL) + o->have_records;
     if (sources > 1)
         return ctl_usage_error(produce_usage, "give one of: VALUE arguments, --file, --records");

@@ -44,7 +44,8 @@ static const char verify_usage[] =
     "below N. Content checks assume offset k holds record k (an empty range\n"
     "produced from --first-sequence 0).\n"
     "\n"
-    "  --config PATH                client config (YAML)\n"
+    "  --config PATH                client config (YAML; default: $VTOP_CONFIG, then\n"
+    "                         ~/.config/vtop/vtop.yaml)\n"
     "  --expect-at-least N          the final HWM must be >= N (default 0)\n"
     "  --verify-content-through O   check the content of offsets below O (default 0)\n"
     "  --value-bytes V              also require values of exactly V bytes\n"
@@ -129,8 +130,9 @@ parse_opts(int argc, char **argv, struct verify_opts *o)
     }
     if (ctl_opt_no_positional(argc, argv, verify_usage) != 0)
         return CTL_EXIT_USAGE;
+    o->config = ctl_config_default(o->config);
     if (o->config == NULL)
-        return ctl_usage_error(verify_usage, "--config is required");
+        return ctl_usage_error(verify_usage, CTL_NO_CONFIG_MSG);
     return ctl_range_opt_check(verify_usage, &o->range);
 }
 

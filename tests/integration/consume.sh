@@ -84,6 +84,8 @@ expect_rc 2 "--format xml" "$ctl" consume "${cfg[@]}" --format xml
 expect_rc 2 "--max 0" "$ctl" consume "${cfg[@]}" --max 0
 expect_rc 2 "consume without --config" "$ctl" consume
 expect_rc 2 "consume positional" "$ctl" consume "${cfg[@]}" extra
+expect_rc 2 "no config anywhere" env -u VTOP_CONFIG HOME="$work/home" "$ctl" consume
+expect_err "no client config: pass --config PATH, set VTOP_CONFIG, or create ~/.config/vtop/vtop.yaml"
 expect_rc 0 "consume --help" "$ctl" consume --help
 grep -q -- '--follow' "$work/out" || fail "consume --help: $(cat "$work/out")"
 expect_rc 0 "empty range" "$ctl" consume "${cfg[@]}"
@@ -106,6 +108,15 @@ expect_rc 1 "a line without the separator" "$ctl" produce "${cfg[@]}" --file "$w
     --key-separator =
 expect_err "$work/bad.txt, record 2: no key separator \"=\"; the 1 records before it were acknowledged"
 printf '\001ctl\ttab \\ back\n' | "$ctl" produce "${cfg[@]}" >/dev/null 2>&1 || fail "produce bytes"
+
+# --- the default client config: $VTOP_CONFIG, then ~/.config/vtop/vtop.yaml -----------
+expect_rc 0 "VTOP_CONFIG" env VTOP_CONFIG="$work/client.yaml" "$ctl" consume --max 1 --format raw
+[ "$(cat "$work/out")" = hello ] || fail "consume with VTOP_CONFIG: $(cat "$work/out")"
+mkdir -p "$work/home/.config/vtop"
+cp "$work/client.yaml" "$work/home/.config/vtop/vtop.yaml"
+expect_rc 0 "the config in HOME" env -u VTOP_CONFIG HOME="$work/home" "$ctl" consume \
+    --from 1 --max 1 --format raw
+[ "$(cat "$work/out")" = "two words" ] || fail "consume with the home config: $(cat "$work/out")"
 
 # --- consume: text, json, raw, --from --------------------------------------------------
 expect_rc 0 "consume text" "$ctl" consume "${cfg[@]}"
