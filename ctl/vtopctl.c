@@ -17,8 +17,8 @@ static const char top_usage[] =
     "usage: vtopctl [--help] [--version] <command> [<args>]\n"
     "\n"
     "Every command accepts --help. Exit codes: 0 ok, 1 failure, 2 usage,\n"
-    "3 corrupt artifact (segment) or connection lost (produce), 4 content-root\n"
-    "pin mismatch.\n";
+    "3 corrupt artifact (segment) or connection lost (produce, consume),\n"
+    "4 content-root pin mismatch.\n";
 
 static const struct ctl_command commands[] = {
     {"segment", ctl_segment_main, "inspect, seal and verify segment files offline"},
