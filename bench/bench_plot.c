@@ -485,7 +485,9 @@ vt_bplot_svg_write(FILE *f, const struct vt_bplot_input *in)
     free(head);
     curve_panel(f, top, in->latency);
     if (s != NULL) {
-        double t_end = s->n ? s->pts[s->n - 1].t_s : 1;
+        double t_end = fmax(s->n ? s->pts[s->n - 1].t_s : 0, in->run_s);
+        if (!(t_end > 0))
+            t_end = 1;
         char xtitle[160];
         snprintf(xtitle, sizeof(xtitle),
                  "seconds since the run started (each point: the second "

@@ -43,6 +43,7 @@ struct vt_bplot_input {
     const struct vt_bplot_series *series; /* may be NULL: no over-time panels */
     double warmup_s;                      /* the series' first warmup_s seconds are warm-up */
     double window_records_per_s;          /* drawn as a reference line; NAN or 0: none */
+    double run_s;                         /* warm-up + window: the time axis spans at least this */
 };
 
 /* Writes the SVG document. 0, or a negative errno when the stream reports

@@ -102,6 +102,12 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "--histogram-out DIR: exit $rc, expected 1"
 grep -qF -- "--histogram-out $work: cannot write: Is a directory" "$work/bench.err" ||
     fail "--histogram-out DIR: message: $(cat "$work/bench.err")"
+"$bench" produce --config "$work/client.yaml" --plot "$work/x" --histogram-out "$work/x" \
+    >"$work/bench.out" 2>"$work/bench.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "--plot and --histogram-out naming one file: exit $rc, expected 2"
+grep -qF -- "--plot and --histogram-out both name $work/x" "$work/bench.err" ||
+    fail "one file twice: message: $(cat "$work/bench.err")"
 # A run that never starts (no such config) leaves an existing file as it was.
 echo keep >"$work/old.svg"
 "$bench" produce --config "$work/missing.yaml" --plot "$work/old.svg" \

@@ -299,6 +299,12 @@ check_opts(struct vt_bp_opts *o)
                         "first M); --range-ids does not go with it\n");
         return 2;
     }
+    if (o->plot_path != NULL && o->histogram_path != NULL &&
+        strcmp(o->plot_path, o->histogram_path) == 0) {
+        fprintf(stderr, "vtop-bench produce: --plot and --histogram-out both name %s\n",
+                o->plot_path);
+        return 2;
+    }
     uint64_t frame = VT_FRAME_HEADER_BYTES + 300 + VT_BATCH_OVERHEAD_BYTES +
                      (uint64_t)o->batch_records *
                          (VT_BATCH_RECORD_OVERHEAD_BYTES + VT_BP_KEY_BYTES + o->record_bytes);

@@ -121,6 +121,7 @@ output_write(const struct vt_bp_run *run, const struct vt_bp_result *res, struct
             .latency = h,
             .series = run->series,
             .warmup_s = run->opts->warmup_s,
+            .run_s = run->opts->warmup_s + run->opts->seconds,
             .window_records_per_s =
                 res->window_s > 0 ? (double)res->c.win_records / res->window_s : NAN};
         rc = vt_bplot_svg_write(out->f, &in);

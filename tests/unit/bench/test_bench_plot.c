@@ -347,8 +347,10 @@ test_vt_bplot_svg_write_empty_run(void **state)
     struct vt_bplot_series *s = calloc(1, sizeof(*s));
     assert_non_null(s);
     in.series = s;
+    in.run_s = 10; /* the time axis still spans the run asked for */
     svg = svg_of(&in);
     assert_int_equal(count_of(svg, ">no per-second sample<"), 2);
+    assert_int_equal(count_of(svg, ">10</text>"), 2);
     assert_null(strstr(svg, "over the window")); /* no reference lines */
     free(svg);
     free(s);
