@@ -64,8 +64,17 @@ produce_usage(FILE *f)
                "                        every run opens a new epoch at sequence 0)\n"
                "  --node-pid PID        report the node process's CPU time over the window\n"
                "  --json                print only the final JSON object\n"
+               "  --plot FILE.svg       also write an SVG picture of the run: latency by\n"
+               "                        percentile (p50 to p99.99, log scale) over the window,\n"
+               "                        and records/s and p99 for each second of the run\n"
+               "  --histogram-out FILE  also write the window's latency distribution as text:\n"
+               "                        one line per non-empty bucket, \"UPPER_US COUNT\n"
+               "                        CUMULATIVE_FRACTION\", after two '#' header lines\n"
+               "                        (both files are opened before the run; written at its\n"
+               "                        end, even when it failed)\n"
                "Exit 0 when the run completed and every ack checked out, 1 on any error\n"
-               "(connection, refused request, failed check, nothing acknowledged), 2 on usage.\n");
+               "(connection, refused request, failed check, nothing acknowledged, a --plot or\n"
+               "--histogram-out file that cannot be written), 2 on usage.\n");
 }
 
 static int
@@ -209,6 +218,10 @@ parse_value(const char *opt, const char *v, struct vt_bp_opts *o)
         rc = parse_double(opt, v, 0, 3600, false, &o->warmup_s);
     else if (strcmp(opt, "--rate") == 0)
         rc = parse_double(opt, v, 0, 1e9, false, &o->rate);
+    else if (strcmp(opt, "--plot") == 0)
+        o->plot_path = v;
+    else if (strcmp(opt, "--histogram-out") == 0)
+        o->histogram_path = v;
     else
         rc = parse_misc(opt, v, o);
     return rc;
@@ -220,7 +233,8 @@ takes_value(const char *a)
     static const char *const names[] = {
         "--config",        "--connections",  "--ranges",         "--range-ids", "--record-bytes",
         "--batch-records", "--inflight",     "--durability",     "--seconds",   "--warmup",
-        "--rate",          "--client-cores", "--producer-epoch", "--node-pid",  "--topic"};
+        "--rate",          "--client-cores", "--producer-epoch", "--node-pid",  "--topic",
+        "--plot",          "--histogram-out"};
     for (size_t i = 0; i < VT_ARRAY_LEN(names); i++)
         if (strcmp(a, names[i]) == 0)
             return true;
@@ -283,6 +297,12 @@ check_opts(struct vt_bp_opts *o)
     if (o->topic != NULL && o->n_range_ids > 0) {
         fprintf(stderr, "vtop-bench produce: --topic names ranges by index (--ranges M: the "
                         "first M); --range-ids does not go with it\n");
+        return 2;
+    }
+    if (o->plot_path != NULL && o->histogram_path != NULL &&
+        strcmp(o->plot_path, o->histogram_path) == 0) {
+        fprintf(stderr, "vtop-bench produce: --plot and --histogram-out both name %s\n",
+                o->plot_path);
         return 2;
     }
     uint64_t frame = VT_FRAME_HEADER_BYTES + 300 + VT_BATCH_OVERHEAD_BYTES +
@@ -513,11 +533,16 @@ vt_bench_produce_main(int argc, char **argv)
 {
     static struct vt_bp_opts opts;
     static struct vt_bp_target target;
+    static struct vt_bp_outputs outputs;
     int rc = parse_args(argc, argv, &opts);
     if (rc != 0)
         return rc == 1 ? 0 : 2;
-    if (load_target(&opts, &target) != 0)
+    if (vt_bp_outputs_open(&opts, &outputs) != 0)
         return 1;
+    if (load_target(&opts, &target) != 0) {
+        vt_bp_outputs_discard(&outputs);
+        return 1;
+    }
     if (opts.topic != NULL)
         rc = check_conns(&opts, target.located.n, target.located.n_dests);
     else
@@ -526,8 +551,10 @@ vt_bench_produce_main(int argc, char **argv)
                          : opts.ranges_count ? opts.ranges_count
                                              : 1,
                          1);
-    if (rc != 0)
+    if (rc != 0) {
+        vt_bp_outputs_discard(&outputs);
         return 2;
+    }
     if (vt_diag_start() != 0)
         fprintf(stderr, "vtop-bench: diagnostics writer did not start; logging inline\n");
     struct vt_bp_run *run = calloc(1, sizeof(*run));
@@ -537,12 +564,15 @@ vt_bench_produce_main(int argc, char **argv)
         free(run);
         free(res);
         vt_diag_stop();
+        vt_bp_outputs_discard(&outputs);
         return 1;
     }
     run->opts = &opts;
     run->target = &target;
     rc = vt_bp_run_all(run, res);
     vt_diag_stop();
+    if (vt_bp_outputs_write(run, res, &outputs) != 0)
+        rc = 1;
     vt_bp_report_json(run, res);
     vt_hist_free(res->latency);
     vt_bp_run_free(run);

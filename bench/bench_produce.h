@@ -2,7 +2,8 @@
  * over bench_produce.c (options, the run's phases on the main thread,
  * progress lines), bench_produce_conn.c (the client connections on the vtop
  * runtime: hello, pipelined Produce requests, ack checks, the open-loop
- * schedule) and bench_produce_report.c (the JSON summary).
+ * schedule), bench_produce_report.c (the JSON summary) and
+ * bench_produce_plot.c (--plot and --histogram-out, drawn by bench_plot.c).
  *
  * Threads: the main thread drives phases and prints; client reactors own
  * their connections, ranges and statistics. They talk through
@@ -18,6 +19,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "bench_plot.h"
 #include "bench_runtime.h"
 #include "vt_batch.h"
 #include "vt_hist.h"
@@ -61,6 +63,8 @@ struct vt_bp_opts {
     bool producer_epoch_from_config; /* --producer-epoch config */
     int node_pid;                    /* 0 = unknown; else its CPU time is reported */
     bool json_only;
+    const char *plot_path;      /* --plot FILE.svg, or NULL */
+    const char *histogram_path; /* --histogram-out FILE, or NULL */
 };
 
 /* Where producer connections go: a node's native address and the CN its
@@ -209,6 +213,9 @@ struct vt_bp_run {
     char err[512];
     struct vt_bp_setup setup;
     uint32_t negotiated_inflight; /* by the setup hello; written by core 0 before setup_done */
+    /* --plot: a point per progress sample (throughput, p99); NULL without
+     * --plot. owner: main */
+    struct vt_bplot_series *series;
 };
 
 /* ---- the run (bench_produce_run.c) ------------------------------------ */
@@ -302,6 +309,38 @@ struct vt_bp_result {
 
 /* Prints the JSON summary on stdout. */
 void vt_bp_report_json(const struct vt_bp_run *run, const struct vt_bp_result *res);
+
+/* ---- plot and histogram files (bench_produce_plot.c) ------------------- */
+
+/* One file --plot or --histogram-out names. It is written as PATH.tmpPID,
+ * created before the run so a bad path fails at once rather than after it,
+ * and renamed over PATH once complete: a run that never starts, or a write
+ * that fails, leaves an existing PATH as it was. owner: main */
+struct vt_bp_output {
+    const char *path; /* NULL: not asked for */
+    const char *flag; /* "--plot" or "--histogram-out", for messages */
+    char tmp_path[4096];
+    FILE *f;
+};
+
+struct vt_bp_outputs {
+    struct vt_bp_output plot, histogram;
+};
+
+/* Creates the temporary files of the outputs the options name. 0, or 1
+ * with a message naming the path and the reason printed (nothing left
+ * behind). */
+int vt_bp_outputs_open(const struct vt_bp_opts *o, struct vt_bp_outputs *out)
+    __attribute__((warn_unused_result));
+/* Closes and removes the temporary files (the run did not happen). */
+void vt_bp_outputs_discard(struct vt_bp_outputs *out);
+/* Writes the files from the finished run, whatever its outcome (a failed
+ * run's partial figures are still worth a look), and renames them into
+ * place; one progress line per file unless --json. 0, or 1 with a message
+ * naming the path and the reason printed for each file that could not be
+ * written (its temporary file removed). Main thread. */
+int vt_bp_outputs_write(const struct vt_bp_run *run, const struct vt_bp_result *res,
+                        struct vt_bp_outputs *out);
 
 /* ---- entry point ------------------------------------------------------ */
 

@@ -349,16 +349,29 @@ snapshot_all(struct vt_bp_run *run, struct progress *p)
     return true;
 }
 
-/* One progress line: the rate and p99 since the previous line. */
+/* One progress line (unless `quiet`): the rate and p99 since the previous
+ * line; with --plot the same figures become a point of run->series. */
 static void
-progress_line(struct vt_bp_run *run, struct progress *p)
+progress_line(struct vt_bp_run *run, struct progress *p, bool quiet)
 {
     if (!snapshot_all(run, p))
         return; /* skip this line */
     uint64_t now = vt_clock_mono_ns();
     double dt = (double)(now - p->last_ns) / 1e9;
     double rps = (double)(p->records - p->last_records) / dt;
+    if (run->series != NULL && dt > 0) {
+        struct vt_bplot_second pt = {.t_s = (double)(now - run->t0_ns) / 1e9,
+                                     .records_per_s = rps,
+                                     .requests = vt_hist_count(p->interval),
+                                     .p99_ns = vt_hist_percentile(p->interval, 99)};
+        vt_bplot_series_add(run->series, &pt);
+    }
     double mbps = (double)(p->payload - p->last_payload) / dt / 1e6;
+    p->last_ns = now;
+    p->last_records = p->records;
+    p->last_payload = p->payload;
+    if (quiet)
+        return;
     char p99[32], wp99[32];
     fmt_us(p99, sizeof(p99), vt_hist_percentile(p->interval, 99));
     fmt_us(wp99, sizeof(wp99), vt_hist_percentile(p->window, 99));
@@ -368,9 +381,6 @@ progress_line(struct vt_bp_run *run, struct progress *p)
               (double)(now - run->t0_ns) / 1e9, now < run->win_start_ns ? " warm-up" : "", rps,
               mbps, p99, vt_hist_count(p->window) ? wp99 : "-", p->inflight,
               (unsigned long long)p->errors);
-    p->last_ns = now;
-    p->last_records = p->records;
-    p->last_payload = p->payload;
 }
 
 /* Why the drain did not finish, for the error message. */
@@ -391,7 +401,8 @@ drain_diagnosis(struct vt_bp_run *run, double waited_s)
 }
 
 /* Warm-up and window: CPU marks at both window edges, a progress line every
- * second. Returns when the window ends or the run fails. */
+ * second (with --plot, a last point for the window's end). Returns when the
+ * window ends or the run fails. */
 static void
 measure(struct vt_bp_run *run, struct cpu_mark *m0, struct cpu_mark *m1)
 {
@@ -403,10 +414,14 @@ measure(struct vt_bp_run *run, struct cpu_mark *m0, struct cpu_mark *m1)
             cpu_mark_take(run, m0);
         if (now >= run->win_end_ns || atomic_load(&run->failed)) {
             cpu_mark_take(run, m1);
+            /* the window's last (partial) second, for the plot only */
+            if (run->series != NULL && p.interval != NULL && p.window != NULL &&
+                !atomic_load(&run->failed) && now > p.last_ns + 50000000ull)
+                progress_line(run, &p, true);
             break;
         }
         if (now >= next_tick && p.interval != NULL && p.window != NULL) {
-            progress_line(run, &p);
+            progress_line(run, &p, false);
             next_tick += 1000000000ull;
             continue;
         }
@@ -520,8 +535,10 @@ run_alloc(struct vt_bp_run *run)
     run->cores = calloc(run->n_cores, sizeof(*run->cores));
     run->setup.ranges = calloc(VT_PROTO_STATUS_MAX_RANGES, sizeof(*run->setup.ranges));
     run->pattern = malloc(256u + o->record_bytes);
+    if (o->plot_path != NULL)
+        run->series = calloc(1, sizeof(*run->series));
     if (run->ranges == NULL || run->cores == NULL || run->setup.ranges == NULL ||
-        run->pattern == NULL)
+        run->pattern == NULL || (o->plot_path != NULL && run->series == NULL))
         return 1;
     for (uint32_t j = 0; j < 256u + o->record_bytes; j++)
         run->pattern[j] = (uint8_t)j;
@@ -556,6 +573,7 @@ vt_bp_run_free(struct vt_bp_run *run)
     free(run->ranges);
     free(run->setup.ranges);
     free(run->pattern);
+    free(run->series);
     vt_tls_ctx_free(run->tls);
 }
 
