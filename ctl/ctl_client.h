@@ -67,39 +67,4 @@ int ctl_range_opt_check(const char *usage, const struct ctl_range_opt *ro);
 int ctl_client_config_load_range(const char *path, const struct ctl_range_opt *ro,
                                  const char *usage, struct vt_client_config *cfg);
 
-/* ---- reaching a range's leader (produce, consume) ------------------------------ */
-
-struct vt_client;
-struct vt_range_ident;
-struct vt_range_location;
-
-/* The config a connection was made with, pointed at one node: it must
- * outlive the client connected through it. */
-struct ctl_dial {
-    struct vt_client_config cfg;
-    char name[37]; /* the CN expected when a Locate or a redirect named the node */
-};
-
-/* Connects to `addr` ("host:port", as Locate and redirects name a leader)
- * expecting certificate CN `name` (NULL: base's server_name), with `d`
- * rebuilt from `base`. 0 and *out; -EINVAL when `addr` does not parse; or
- * vt_client_connect's error. `err` says why. */
-int ctl_dial_addr(struct ctl_dial *d, const struct vt_client_config *base, const char *addr,
-                  const char *name, uint8_t role, struct vt_client **out, char *err,
-                  size_t err_len);
-
-/* Reaches the node that leads `range`: tries base's `addr`, then each of its
- * `nodes`, until one answers Locate for the range, then connects to the
- * leader it names (unless it is that node). A named leader that does not
- * answer sends the walk on. Backs off between rounds (50 ms doubling to
- * 1 s) until `deadline_ms` (vt_clock_mono_ms). 0 with *out and *loc, or
- * -ETIMEDOUT with `err` holding the last failure. */
-int ctl_dial_leader(struct ctl_dial *d, const struct vt_client_config *base, uint8_t role,
-                    const struct vt_range_ident *range, uint64_t deadline_ms,
-                    struct vt_client **out, struct vt_range_location *loc, char *err,
-                    size_t err_len);
-
-/* Sleeps `ms`, resuming after signals unless *stop (may be NULL) is set. */
-void ctl_sleep_ms(uint64_t ms, volatile const int *stop);
-
 #endif

@@ -27,6 +27,7 @@
 #include "ctl_client.h"
 #include "vt_batch.h"
 #include "vt_client.h"
+#include "vt_client_dial.h"
 #include "vt_clock.h"
 #include "vt_codec.h"
 
@@ -93,7 +94,7 @@ struct consume_opts {
 struct consume_run {
     const struct consume_opts *o;
     struct vt_client_config cfg;
-    struct ctl_dial dial;
+    struct vt_client_dial dial;
     struct vt_client *client;
     struct vt_range_ident range;
     uint64_t next; /* the next offset to print (where to fetch) */
@@ -479,7 +480,7 @@ retryable(struct consume_run *r, int rc)
         return false;
     uint32_t shift = r->retry_streak < 7 ? r->retry_streak : 7;
     r->retry_streak++;
-    ctl_sleep_ms((uint64_t)CONSUME_BACKOFF_FIRST_MS << shift, &consume_stop);
+    vt_client_sleep_ms((uint64_t)CONSUME_BACKOFF_FIRST_MS << shift, &consume_stop);
     return true;
 }
 
@@ -496,7 +497,7 @@ reach_leader(struct consume_run *r, const char *what)
     r->client = NULL;
     struct vt_range_location loc;
     char err[600];
-    if (ctl_dial_leader(&r->dial, &r->cfg, VT_ROLE_CONSUMER, &r->range,
+    if (vt_client_dial_leader(&r->dial, &r->cfg, VT_ROLE_CONSUMER, &r->range,
                         vt_clock_mono_ms() + r->o->reconnect_s * 1000, &r->client, &loc, err,
                         sizeof(err)) != 0) {
         snprintf(r->why, sizeof(r->why), "%.500s, and no node led the range within %" PRIu64
@@ -627,7 +628,7 @@ consume_loop(struct consume_run *r)
         if (r->next >= r->hwm) {
             if (!r->o->follow)
                 break;
-            ctl_sleep_ms(r->o->poll_ms, &consume_stop);
+            vt_client_sleep_ms(r->o->poll_ms, &consume_stop);
         }
     }
     print_done(r);
@@ -657,7 +658,7 @@ consume_connect(struct consume_run *r)
     vt_client_close(r->client);
     r->client = NULL;
     vt_uuid_format(loc.leader, name);
-    if (ctl_dial_addr(&r->dial, &r->cfg, loc.leader_addr, name, VT_ROLE_CONSUMER, &r->client, err,
+    if (vt_client_dial_addr(&r->dial, &r->cfg, loc.leader_addr, name, VT_ROLE_CONSUMER, &r->client, err,
                       sizeof(err)) != 0) {
         snprintf(r->why, sizeof(r->why), "the range's leader at %s: %s", loc.leader_addr, err);
         return consume_fail(r, CTL_EXIT_FAIL);

@@ -21,6 +21,7 @@
 #include "ctl_client.h"
 #include "ctl_input.h"
 #include "vt_client.h"
+#include "vt_client_dial.h"
 #include "vt_clock.h"
 #include "vt_codec.h"
 #include "vt_config.h"
@@ -132,7 +133,7 @@ struct produce_slot {
 struct produce_run {
     const struct produce_opts *o;
     struct vt_client_config cfg;
-    struct ctl_dial dial;         /* cfg, pointed at the node we talk to now */
+    struct vt_client_dial dial;         /* cfg, pointed at the node we talk to now */
     struct vt_client *client;
     struct ctl_input *in;         /* the user's records; NULL: --records */
     uint64_t producer_epoch;
@@ -471,7 +472,7 @@ reconnect(struct produce_run *r, const char *addr, const char *name)
 {
     vt_client_close(r->client);
     r->client = NULL;
-    int rc = ctl_dial_addr(&r->dial, &r->cfg, addr, name, VT_ROLE_PRODUCER, &r->client,
+    int rc = vt_client_dial_addr(&r->dial, &r->cfg, addr, name, VT_ROLE_PRODUCER, &r->client,
                            r->lost_why, sizeof(r->lost_why));
     if (rc == -EINVAL)
         return finish_error(r, CTL_EXIT_FAIL, r->lost_why);
@@ -531,7 +532,7 @@ survive_loss(struct produce_run *r)
     r->client = NULL;
     struct vt_range_location loc;
     char err[600];
-    if (ctl_dial_leader(&r->dial, &r->cfg, VT_ROLE_PRODUCER, &r->range,
+    if (vt_client_dial_leader(&r->dial, &r->cfg, VT_ROLE_PRODUCER, &r->range,
                         vt_clock_mono_ms() + r->o->reconnect_s * 1000, &r->client, &loc, err,
                         sizeof(err)) != 0) {
         char msg[1300];
