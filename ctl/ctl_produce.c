@@ -653,6 +653,20 @@ produce_loop(struct produce_run *r)
     return CTL_EXIT_OK;
 }
 
+/* Batches in flight: --inflight, capped by the node. */
+static uint32_t
+produce_window(const struct produce_opts *o, const struct vt_server_hello *sess)
+{
+    return o->inflight < sess->max_inflight ? (uint32_t)o->inflight : sess->max_inflight;
+}
+
+/* The largest batch a Produce frame of this session carries. */
+static size_t
+produce_batch_room(const struct vt_server_hello *sess)
+{
+    return sess->max_frame - PRODUCE_REQ_OVERHEAD_BYTES - VT_FRAME_HEADER_BYTES;
+}
+
 /* Checks the options against the negotiated session and allocates. */
 static int
 produce_prepare(struct produce_run *r)
@@ -662,7 +676,7 @@ produce_prepare(struct produce_run *r)
     if (o->batch > sess->max_records)
         return ctl_usage_error(produce_usage, "--batch %" PRIu64 " exceeds the node's max_records "
                                "%" PRIu32, o->batch, sess->max_records);
-    r->window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight : sess->max_inflight;
+    r->window = produce_window(o, sess);
     r->slots = calloc(r->window, sizeof(*r->slots));
     if (r->slots == NULL) {
         ctl_errorf("produce: out of memory");
@@ -670,7 +684,7 @@ produce_prepare(struct produce_run *r)
     }
     if (r->in != NULL) {
         /* a batch of the user's records ends where the frame does */
-        r->batch_cap = sess->max_frame - PRODUCE_REQ_OVERHEAD_BYTES - VT_FRAME_HEADER_BYTES;
+        r->batch_cap = produce_batch_room(sess);
         r->batch_buf = malloc(r->batch_cap);
         if (r->batch_buf == NULL) {
             ctl_errorf("produce: out of memory");
@@ -702,11 +716,10 @@ input_open(struct produce_run *r, struct ctl_input *in)
 {
     const struct produce_opts *o = r->o;
     const struct vt_server_hello *sess = vt_client_session(r->client);
-    size_t room = sess->max_frame - PRODUCE_REQ_OVERHEAD_BYTES - VT_FRAME_HEADER_BYTES -
-                  VT_BATCH_OVERHEAD_BYTES - VT_BATCH_RECORD_OVERHEAD_BYTES;
-    uint32_t window = o->inflight < sess->max_inflight ? (uint32_t)o->inflight
-                                                       : sess->max_inflight;
-    uint64_t held = (uint64_t)window * o->batch;
+    /* one record alone in a batch */
+    size_t room = produce_batch_room(sess) - VT_BATCH_OVERHEAD_BYTES -
+                  VT_BATCH_RECORD_OVERHEAD_BYTES;
+    uint64_t held = (uint64_t)produce_window(o, sess) * o->batch;
     struct ctl_input_opts io = {
         .key = o->key, .key_sep = o->key_sep, .max_record_bytes = (uint32_t)room,
         .max_records = (uint32_t)(held < PRODUCE_INPUT_MAX_RECORDS ? held
