@@ -18,10 +18,9 @@
 #include "vt_http.h"
 #include "vt_meta_node.h"
 #include "vt_node_config.h"
+#include "vt_build.h"
 #include "vt_clock.h"
 #include "vt_runtime.h"
-
-#define VTOP_VERSION "0.1.0"
 
 struct node {
     struct vt_node_config cfg;
@@ -191,8 +190,8 @@ node_start(struct node *nd)
             return 1;
         }
     }
-    VT_INFO("vtop-node %s starting: node %llu, %u cores%s, allocator %s, data_dir %s",
-            VTOP_VERSION, (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt),
+    VT_INFO("vtop-node %s (build %s) starting: node %llu, %u cores%s, allocator %s, data_dir %s",
+            vt_build_version(), vt_build_id(), (unsigned long long)nd->cfg.node_id, vt_runtime_cores(nd->rt),
             rc.pin ? " (pinned)" : "", alloc, nd->cfg.data_dir);
     if (vt_runtime_start(nd->rt, on_core_start, nd) != 0) {
         VT_ERROR("could not start reactor threads");
@@ -256,7 +255,7 @@ main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && !strcmp(argv[1], "--version")) {
-        printf("vtop-node %s\n", VTOP_VERSION);
+        printf("vtop-node %s (build %s, %s)\n", vt_build_version(), vt_build_id(), vt_build_type());
         return 0;
     }
     if (argc != 3 || (strcmp(argv[1], "--config") && strcmp(argv[1], "--check-config"))) {

@@ -12,6 +12,7 @@
 #include "ctl_client.h"
 #include "ctl_meta.h"
 #include "ctl_segment.h"
+#include "vt_build.h"
 
 static const char top_usage[] =
     "usage: vtopctl [--help] [--version] <command> [<args>]\n"
@@ -116,7 +117,7 @@ main(int argc, char **argv)
      * as it was when the client library ignored SIGPIPE process-wide. */
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
-        printf("vtopctl %s\n", VT_VERSION);
+        printf("vtopctl %s (build %s, %s)\n", vt_build_version(), vt_build_id(), vt_build_type());
         return CTL_EXIT_OK;
     }
     int rc = ctl_dispatch("vtopctl", top_usage, commands, sizeof(commands) / sizeof(commands[0]),
