@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "vt_client_config.h"
 #include "vt_config.h"
 
 void
@@ -54,17 +55,7 @@ ctl_opt_u64(const char *usage, const char *flag, const char *text, uint64_t min,
 const char *
 ctl_config_default(const char *given)
 {
-    if (given != NULL)
-        return given;
-    const char *env = getenv("VTOP_CONFIG");
-    if (env != NULL && env[0] != '\0')
-        return env;
-    static char home_cfg[4096];
-    const char *home = getenv("HOME");
-    if (home == NULL || home[0] == '\0')
-        return NULL;
-    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/vtop.yaml", home);
-    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
+    return vt_client_config_default_path(given);
 }
 
 int
