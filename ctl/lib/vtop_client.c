@@ -9,6 +9,7 @@
 #include "vt_clock.h"
 #include "vt_codec.h"
 #include "vt_proto.h"
+#include "vtop_ctl.h"
 #include "vtop_int.h"
 
 const char *
@@ -127,6 +128,41 @@ vtop_client_new(const char *config_path, vtop_client **out, char *err, size_t er
         return rc;
     }
     *out = c;
+    return VTOP_OK;
+}
+
+int
+vtop_client_adopt(struct vt_client_config *cfg, vtop_client **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    vtop_client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        vt_client_config_free(cfg);
+        snprintf(err, err_len, "out of memory");
+        return VTOP_ERR_NOMEM;
+    }
+    c->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    int rc = vtop__connect(c);
+    if (rc != VTOP_OK) {
+        snprintf(err, err_len, "%s", c->err);
+        vtop_client_free(c);
+        return rc;
+    }
+    *out = c;
+    return VTOP_OK;
+}
+
+int
+vtop_client_config_range(vtop_client *c, struct vt_range_ident *ident)
+{
+    int rc = vtop__connect(c);
+    if (rc != VTOP_OK)
+        return rc;
+    struct vt_range_location loc;
+    rc = vt_client_range_resolve(c->conn, &c->cfg, ident, &loc);
+    if (rc != 0)
+        return vtop__fail(c->err, vtop__map(rc, c->conn), "%s", vt_client_last_error(c->conn));
     return VTOP_OK;
 }
 

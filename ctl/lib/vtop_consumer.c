@@ -14,6 +14,7 @@
 #include "vt_batch.h"
 #include "vt_frame.h"
 #include "vt_proto.h"
+#include "vtop_ctl.h"
 #include "vtop_int.h"
 
 /* The FetchResp fields around the batches (next offset, HWM, length). */
@@ -39,6 +40,7 @@ struct vtop_consumer {
     uint64_t trouble_since_ms;
     uint32_t retry_streak;
     uint64_t reconnects;
+    bool reconnect; /* false (vtopctl without --reconnect-seconds): a loss is final */
     char err[VTOP__ERR_BYTES];
 };
 
@@ -95,6 +97,8 @@ reach_leader(vtop_consumer *s, const char *why)
     drop_resp(s);
     vt_client_close(s->conn);
     s->conn = NULL;
+    if (!s->reconnect)
+        return vtop__fail(s->err, VTOP_ERR_UNREACHABLE, "%s", what);
     int rc = within_retry(s, what);
     if (rc != VTOP_OK)
         return rc;
@@ -234,6 +238,8 @@ fetch(vtop_consumer *s)
             if (st == 1 && s->next < start)
                 return vtop__fail(s->err, VTOP_ERR_OFFSET_GONE, "offset %" PRIu64 " is below "
                                   "the range's retained start %" PRIu64, s->next, start);
+            if (!s->reconnect)
+                return vtop__fail(s->err, VTOP_ERR_REFUSED, "%s", what);
             rc = reach_leader(s, what);
             if (rc != VTOP_OK)
                 return rc;
@@ -303,8 +309,8 @@ take(vtop_consumer *s, struct vtop_record *out)
 /* ---- API --------------------------------------------------------------------- */
 
 int
-vtop_consumer_new(vtop_client *c, const char *topic, uint32_t range_index, int64_t from,
-                  const struct vtop_consumer_config *cfg, vtop_consumer **out)
+vtop__consumer_open(vtop_client *c, const struct vt_range_ident *range, int64_t from,
+                    const struct vtop_consumer_config *cfg, bool reconnect, vtop_consumer **out)
 {
     *out = NULL;
     struct vtop_consumer_config defaults;
@@ -323,16 +329,15 @@ vtop_consumer_new(vtop_client *c, const char *topic, uint32_t range_index, int64
         return vtop__fail(c->err, VTOP_ERR_NOMEM, "out of memory");
     s->cfg = *cfg;
     s->base = &c->cfg;
-    rc = vtop__resolve(c, topic, range_index, &s->range);
-    if (rc == VTOP_OK) {
-        struct vt_range_location loc;
-        char err[600];
-        uint64_t deadline = vtop__now_ms() + c->cfg.connect_timeout_ms;
-        if (vt_client_dial_leader(&s->dial, s->base, VT_ROLE_CONSUMER, &s->range, deadline,
-                                  &s->conn, &loc, err, sizeof(err)) != 0)
-            rc = vtop__fail(c->err, VTOP_ERR_UNREACHABLE, "no leader of range %" PRIu32 " of "
-                            "topic \"%s\" answered: %s", range_index, topic, err);
-    }
+    s->range = *range;
+    s->reconnect = reconnect;
+    struct vt_range_location loc;
+    char err[600];
+    uint64_t deadline = vtop__now_ms() + c->cfg.connect_timeout_ms;
+    if (vt_client_dial_leader(&s->dial, s->base, VT_ROLE_CONSUMER, &s->range, deadline, &s->conn,
+                              &loc, err, sizeof(err)) != 0)
+        rc = vtop__fail(c->err, VTOP_ERR_UNREACHABLE, "no leader of the range of topic \"%s\" "
+                        "answered: %s", range->topic, err);
     if (rc == VTOP_OK) {
         rc = resolve(s, from);
         if (rc != VTOP_OK)
@@ -348,6 +353,29 @@ vtop_consumer_new(vtop_client *c, const char *topic, uint32_t range_index, int64
 }
 
 int
+vtop_consumer_new(vtop_client *c, const char *topic, uint32_t range_index, int64_t from,
+                  const struct vtop_consumer_config *cfg, vtop_consumer **out)
+{
+    *out = NULL;
+    struct vtop_consumer_config defaults;
+    if (cfg == NULL) {
+        vtop_consumer_config_init(&defaults);
+        cfg = &defaults;
+    }
+    int rc = check_config(cfg, c->err);
+    if (rc != VTOP_OK)
+        return rc;
+    if (from < 0 && from != VTOP_OFFSET_EARLIEST && from != VTOP_OFFSET_LATEST)
+        return vtop__fail(c->err, VTOP_ERR_INVALID, "offset %" PRId64 " is neither >= 0 nor "
+                          "VTOP_OFFSET_EARLIEST nor VTOP_OFFSET_LATEST", from);
+    struct vt_range_ident range;
+    rc = vtop__resolve(c, topic, range_index, &range);
+    if (rc != VTOP_OK)
+        return rc;
+    return vtop__consumer_open(c, &range, from, cfg, true, out);
+}
+
+int
 vtop_consumer_next(vtop_consumer *s, struct vtop_record *rec, int timeout_ms)
 {
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : vtop__now_ms() + (uint64_t)timeout_ms;
@@ -358,7 +386,7 @@ vtop_consumer_next(vtop_consumer *s, struct vtop_record *rec, int timeout_ms)
             if (rc != 0)
                 return rc;
         }
-        if (fetched) {
+        if (fetched && s->next >= s->hwm) {
             uint64_t now = vtop__now_ms();
             if (now >= deadline)
                 return 0;

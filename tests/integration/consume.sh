@@ -175,5 +175,21 @@ kill -INT "$fpid"
 wait "$fpid" || fail "consume --follow after SIGINT exited $?: $(cat "$work/follow.err")"
 grep -q '^consume_done records=16 next_offset=16 hwm=16' "$work/follow.err" ||
     fail "consume --follow SIGINT: $(cat "$work/follow.err")"
+
+# --- the node goes away under a follower: exit 3 without --reconnect-seconds ----------
+"$ctl" consume "${cfg[@]}" --follow >"$work/follow.out" 2>"$work/follow.err" &
+fpid=$!
+pids+=("$fpid")
+sleep 0.5
+kill -KILL "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null
+frc=0
+wait "$fpid" || frc=$?
+[ "$frc" = 3 ] || fail "consume --follow after the node died exited $frc, not 3: $(cat "$work/follow.err")"
+grep -q '^consume_done records=16 next_offset=16 hwm=16' "$work/follow.err" ||
+    fail "consume after the node died: $(cat "$work/follow.err")"
+# no node to start from is a failed connect (exit 1, naming the address)
+expect_rc 1 "consume with no node" "$ctl" consume "${cfg[@]}" --reconnect-seconds 1
+expect_err "no node of the config answered: 127.0.0.1:$port"
 echo "PASS"
 exit 0
