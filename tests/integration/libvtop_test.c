@@ -180,6 +180,7 @@ errors_producer(const char *cfg_path, const char *topic)
     rc = vtop_produce(p, NULL, 0, "x", 1, NULL, NULL);
     CHECK(rc == VTOP_ERR_FENCED, "a fenced producer refuses more: %s", vtop_err_name(rc));
     vtop_producer_free(p);
+    vtop_producer_free(q);
     /* freeing with records pending reports them closed */
     struct closed_count cq = {0};
     pc.linger_ms = 60000;
