@@ -66,7 +66,9 @@ static const char consume_usage[] =
     "                         value_base64 (key null when empty); raw: the value\n"
     "                         bytes and a newline\n"
     "  --json                 the same as --format json\n"
-    "  --poll-ms MS           --follow: pause between fetches at the HWM (default 100)\n"
+    "  --poll-ms MS           --follow: at the HWM, the longest one fetch waits at the\n"
+    "                         node for new records (long-poll; default 100, at most\n"
+    "                         30000)\n"
     "  --reconnect-seconds S  when the connection is lost, reach the range's leader\n"
     "                         through `addr` or the config's `nodes` and go on from\n"
     "                         the next offset, for up to S seconds (default 0: exit 3)\n"
@@ -158,7 +160,7 @@ parse_one(int c, struct consume_opts *o)
         return ctl_opt_u64(u, "--max", optarg, 1, UINT64_MAX, &o->max);
     case 'o': return parse_format(optarg, &o->format);
     case 'j': o->format = FMT_JSON; return 0;
-    case 'p': return ctl_opt_u64(u, "--poll-ms", optarg, 1, 60000, &o->poll_ms);
+    case 'p': return ctl_opt_u64(u, "--poll-ms", optarg, 1, 30000, &o->poll_ms);
     case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
     default: return ctl_range_opt_parse(c, u, &o->range);
     }

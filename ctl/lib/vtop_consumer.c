@@ -21,6 +21,8 @@
 #define CONSUMER_RESP_FIELDS_BYTES 20u
 #define CONSUMER_BACKOFF_FIRST_MS 5u
 #define CONSUMER_BACKOFF_MAX_MS 640u
+/* A long-poll fetch waits this much less than the request timeout. */
+#define CONSUMER_WAIT_MARGIN_MS 2000u
 
 struct vtop_consumer {
     struct vtop_consumer_config cfg;
@@ -47,7 +49,7 @@ struct vtop_consumer {
 void
 vtop_consumer_config_init(struct vtop_consumer_config *cfg)
 {
-    *cfg = (struct vtop_consumer_config){.max_bytes = 1u << 20, .poll_ms = 50,
+    *cfg = (struct vtop_consumer_config){.max_bytes = 1u << 20, .poll_ms = 500,
                                          .retry_seconds = 30};
 }
 
@@ -57,9 +59,9 @@ check_config(const struct vtop_consumer_config *c, char *err)
     if (c->max_bytes < 1024 || c->max_bytes > (64u << 20))
         return vtop__fail(err, VTOP_ERR_INVALID, "max_bytes %" PRIu32 " is outside 1024..%u",
                           c->max_bytes, 64u << 20);
-    if (c->poll_ms < 1 || c->poll_ms > 60000)
-        return vtop__fail(err, VTOP_ERR_INVALID, "poll_ms %" PRIu32 " is outside 1..60000",
-                          c->poll_ms);
+    if (c->poll_ms < 1 || c->poll_ms > VT_PROTO_MAX_FETCH_WAIT_MS)
+        return vtop__fail(err, VTOP_ERR_INVALID, "poll_ms %" PRIu32 " is outside 1..%u",
+                          c->poll_ms, VT_PROTO_MAX_FETCH_WAIT_MS);
     if (c->retry_seconds > 86400)
         return vtop__fail(err, VTOP_ERR_INVALID, "retry_seconds %" PRIu32 " is above 86400",
                           c->retry_seconds);
@@ -180,9 +182,10 @@ backoff(vtop_consumer *s)
     vt_client_sleep_ms(ms < CONSUMER_BACKOFF_MAX_MS ? ms : CONSUMER_BACKOFF_MAX_MS, NULL);
 }
 
-/* One fetch at s->next, with retries and moves to the leader. */
+/* One fetch at s->next, waiting up to `wait_ms` at the node when there is
+ * nothing new (long-poll), with retries and moves to the leader. */
 static int
-fetch(vtop_consumer *s)
+fetch(vtop_consumer *s, uint32_t wait_ms)
 {
     for (;;) {
         if (s->conn == NULL) {
@@ -198,9 +201,15 @@ fetch(vtop_consumer *s)
             bytes = room;
         if (bytes > ss->window)
             bytes = ss->window;
+        /* the answer must come well within the request timeout */
+        uint64_t wait = wait_ms;
+        uint64_t timeout = s->base->request_timeout_ms;
+        if (wait + CONSUMER_WAIT_MARGIN_MS > timeout)
+            wait = timeout > CONSUMER_WAIT_MARGIN_MS ? timeout - CONSUMER_WAIT_MARGIN_MS : 0;
         struct vt_fetch_req req = {.range = s->range, .start = s->next,
                                    .max_bytes = (uint32_t)bytes,
-                                   .max_records = ss->max_records};
+                                   .max_records = ss->max_records,
+                                   .max_wait_ms = (uint32_t)wait};
         int rc = vt_client_fetch(s->conn, &req, &s->resp);
         if (rc == 0) {
             s->trouble_since_ms = 0;
@@ -386,14 +395,16 @@ vtop_consumer_next(vtop_consumer *s, struct vtop_record *rec, int timeout_ms)
             if (rc != 0)
                 return rc;
         }
+        uint32_t wait = 0;
         if (fetched && s->next >= s->hwm) {
+            /* at the HWM: the next fetch waits at the node for records */
             uint64_t now = vtop__now_ms();
             if (now >= deadline)
                 return 0;
             uint64_t left = deadline - now;
-            vt_client_sleep_ms(left < s->cfg.poll_ms ? left : s->cfg.poll_ms, NULL);
+            wait = left < s->cfg.poll_ms ? (uint32_t)left : s->cfg.poll_ms;
         }
-        int rc = fetch(s);
+        int rc = fetch(s, wait);
         if (rc != VTOP_OK)
             return rc;
         fetched = true;

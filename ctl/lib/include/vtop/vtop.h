@@ -242,7 +242,9 @@ typedef struct vtop_consumer vtop_consumer;
 
 struct vtop_consumer_config {
     uint32_t max_bytes;     /* per fetch (default 1 MiB; a batch larger comes whole) */
-    uint32_t poll_ms;       /* at the high-water mark, how often to ask again (default 50) */
+    uint32_t poll_ms;       /* at the high-water mark, the longest one fetch waits at the
+                               node for new records before it answers empty and the
+                               consumer asks again (long-poll; 1..30000, default 500) */
     uint32_t retry_seconds; /* how long to look for the range's leader after a lost
                                connection or a move before failing (default 30) */
 };
