@@ -152,7 +152,7 @@ for bad in expired other-ca/client; do
     expect_tool "bench produce ($bad)" 1 "$ref|certificate (expired|unknown CA)|by_peer" \
         "$BENCH" produce --config "$WORK/client-$n.yaml" --seconds 0.3 --warmup 0
     expect_tool "bench meta ($bad)" 1 "$ref" \
-        "$BENCH" meta --admin "$WORK/admin-$n.yaml" --seconds 0.3 --warmup 0 --connections 2
+        "$BENCH" meta --config "$WORK/admin-$n.yaml" --seconds 0.3 --warmup 0 --connections 2
 done
 
 # --- 2. a server that takes the request and dies ---------------------------------
@@ -196,7 +196,7 @@ expect_tool "meta status (dropped)" 1 "$lost" "$CTL" meta status --config "$WORK
 fake_gone
 fake 1
 expect_tool "bench meta (dropped)" 1 "no ready leader" \
-    "$BENCH" meta --admin "$WORK/fake-admin.yaml" --seconds 0.3 --warmup 0 --connections 2
+    "$BENCH" meta --config "$WORK/fake-admin.yaml" --seconds 0.3 --warmup 0 --connections 2
 fake_gone
 
 # --- 3. the node dies under the benchmarks and a pipelining produce ----------------------------------------
@@ -209,7 +209,7 @@ done
 "${DFL[@]}" "$BENCH" produce --config "$WORK/good.yaml" --seconds 4 --warmup 0 --inflight 8 \
     >"$WORK/bp.out" 2>&1 &
 BP=$!
-"${DFL[@]}" "$BENCH" meta --admin "$WORK/admin.yaml" --seconds 4 --warmup 0 --connections 4 \
+"${DFL[@]}" "$BENCH" meta --config "$WORK/admin.yaml" --seconds 4 --warmup 0 --connections 4 \
     >"$WORK/bm.out" 2>&1 &
 BM=$!
 "${DFL[@]}" "$CTL" produce --config "$WORK/good2.yaml" --records 100000000 --batch 64 \
