@@ -44,7 +44,8 @@ meta_usage(FILE *f)
             "  --inflight K       proposals in flight per connection (default 1, max %u)\n"
             "  --seconds S        measured window (default 10)\n"
             "  --warmup W         seconds before the window (default 2; excluded)\n"
-            "  --json             print only the final JSON object\n"
+            "  --format F          json: print only the final JSON object; text\n"
+            "                      (default): progress and the summary; --json = json\n"
             "Latency runs from the first send of a command to its committed answer\n"
             "(resends after NotLeader, Unavailable or a lost connection keep the request\n"
             "id and the start time), for commands first sent inside the window.\n"
@@ -83,6 +84,11 @@ parse_args(int argc, char **argv, struct vt_bm_run *run)
         }
         if (strcmp(a, "--json") == 0) {
             run->json = true;
+            continue;
+        }
+        if (strcmp(a, "--format") == 0) {
+            if (vt_bench_format_arg("vtop-bench meta", argc, argv, &i, &run->json) != 0)
+                return 2;
             continue;
         }
         if (i + 1 >= argc) {

@@ -262,6 +262,15 @@ fi
 expect_err "missing.yaml"
 if grep -q deprecated "$work/err"; then fail "--config printed a deprecation note"; fi
 
+# --- vtop-bench --format text|json (--json is its alias) ------------------------------------
+for sub in runtime log produce meta; do
+    expect_rc 2 "vtop-bench $sub --format yaml" "$bench" "$sub" --format yaml
+    expect_err "vtop-bench $sub: --format: 'yaml' is not text or json"
+done
+expect_rc 0 "vtop-bench runtime --format json" "$bench" runtime --only crc --seconds 0.05 \
+    --format json
+json_check "d['bench'] == 'runtime'"
+
 # --- meta / topic take the default admin config -----------------------------------------------
 mkdir -p "$work/home"
 expect_rc 2 "meta status, no admin config" env HOME="$work/home" VTOP_ADMIN_CONFIG= \
