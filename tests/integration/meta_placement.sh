@@ -141,7 +141,9 @@ usage_case "--replicas names 1 nodes but --replication-factor is 2" meta create-
 usage_case "--topic-uuid: 'q' is not a UUID" meta create-topic --config "$WORK/admin.yaml" \
     --name x --topic-uuid q
 usage_case "describe needs --name" topic describe --config "$WORK/admin.yaml"
-usage_case "--config is required" topic list
+mkdir -p "$WORK/nohome"
+HOME=$WORK/nohome VTOP_ADMIN_CONFIG='' usage_case "no admin config: pass --config PATH" topic list
+usage_case "unknown option '--name'" topic list --config "$WORK/admin.yaml" --name x
 usage_case "--bogus" topic list --config "$WORK/admin.yaml" --bogus
 
 log "base port $CL_BASE; starting 3 meta nodes"
