@@ -38,6 +38,7 @@ has() { grep -q -- "$1" "$2" || fail "expected '$1' in $2"; }
 flip() {
     local orig
     orig=$(dd if="$2" bs=1 skip="$1" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+    # shellcheck disable=SC2059  # the format is the one octal escape of the byte
     printf "\\$(printf %o $((orig ^ 255)))" | dd of="$2" bs=1 seek="$1" conv=notrunc 2>/dev/null
 }
 
@@ -89,8 +90,9 @@ expect 0 "$VTOPCTL" segment seal "$dir" --format text --node 11111111-2222-3333-
 has "offsets 1000..1500 records 500 batches 72" "$out"
 has "cut 5000 uncommitted bytes" "$out"
 seg=$dir/$stem.segment
-[ -f "$seg" ] && [ -f "$dir/$stem.manifest.json" ] && [ -f "$dir/$stem.index" ] ||
+if ! [ -f "$seg" ] || ! [ -f "$dir/$stem.manifest.json" ] || ! [ -f "$dir/$stem.index" ]; then
     fail "sealed files missing"
+fi
 [ ! -e "$dir/$stem.active" ] || fail ".active still present after seal"
 has '"sealing_node":"11111111-2222-3333-4444-555555555555","sealing_fencing_epoch":7' \
     "$dir/$stem.manifest.json"

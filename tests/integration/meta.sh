@@ -35,6 +35,7 @@ fail() {
     exit 1
 }
 
+# shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     for n in 1 2 3 4 5; do
         [ -n "${PIDS[$n]}" ] && kill -9 "${PIDS[$n]}" 2>/dev/null
@@ -100,7 +101,7 @@ sed -e "s#$C/$OP#$C/$OTHER#g" "$WORK/admin.yaml" >"$WORK/other.yaml"
 start() {
     local n=$1
     "$NODE_BIN" --config "$WORK/n$n.yaml" >>"$WORK/n$n.log" 2>&1 &
-    PIDS[$n]=$!
+    PIDS[n]=$!
     local i
     for i in $(seq 1 100); do
         grep -q "node_ready" "$WORK/n$n.log" 2>/dev/null && return 0
@@ -117,7 +118,7 @@ stop() {
     kill -TERM "${PIDS[$n]}"
     wait "${PIDS[$n]}"
     rc=$?
-    PIDS[$n]=""
+    PIDS[n]=""
     [ "$rc" = 0 ] || fail "node $n exited $rc on SIGTERM"
 }
 
@@ -276,7 +277,7 @@ expect "range-lease via follower" "found=true holder=$HOLDER" "$out"
 log "kill -9 of leader $LEADER"
 kill -9 "${PIDS[$LEADER]}"
 wait "${PIDS[$LEADER]}" 2>/dev/null
-PIDS[$LEADER]=""
+PIDS[LEADER]=""
 REST=""
 for n in 1 2 3; do [ "$n" != "$LEADER" ] && REST="$REST $n"; done
 NEW=$(wait_leader "$REST") || fail "no new leader among$REST"

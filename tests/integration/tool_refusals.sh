@@ -30,6 +30,7 @@ fail() {
     [ -f "$WORK/node.log" ] && { echo "--- node.log (tail)"; tail -20 "$WORK/node.log"; }
     exit 1
 }
+# shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
     wait 2>/dev/null
