@@ -21,7 +21,7 @@ work=$(mktemp -d /tmp/vtop-cli.XXXXXX)
 pids=()
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -112,6 +112,20 @@ lacks --name topic list --
 # every flag of a command's getopt table is offered (produce: from its --help too)
 for flag in --records --key-separator --acked-file --topic --range-index --json; do
     offers "$flag" produce "--${flag#--}"
+done
+# the completion and --help come from the same table: every command a group's
+# --help lists completes, and every flag a meta subcommand's --help names
+for group in segment node range meta topic; do
+    names=$("$ctl" "$group" --help | sed -n '/^commands:/,$s/^  \([a-z-]*\) .*/\1/p')
+    [ -n "$names" ] || fail "vtopctl $group --help lists no commands"
+    for name in $names; do
+        offers "$name" "$group" ""
+    done
+done
+for sub in $("$ctl" meta --help | sed -n '/^commands:/,$s/^  \([a-z-]*\) .*/\1/p'); do
+    for flag in $("$ctl" meta "$sub" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        offers "$flag" meta "$sub" --
+    done
 done
 # a flag that takes a value completes file names
 : >"$work/some-client.yaml"
