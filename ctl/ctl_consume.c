@@ -25,6 +25,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_progress.h"
 #include "vt_clock.h"
 #include "vtop/vtop.h"
 #include "vtop_ctl.h"
@@ -34,7 +35,6 @@
 #define CONSUME_REFUSAL_RETRY_SECONDS 60u
 /* Records printed between two flushes of stdout. */
 #define CONSUME_FLUSH_RECORDS 256u
-#define CONSUME_PROGRESS_MS 250u
 
 enum consume_format { FMT_TEXT, FMT_JSON, FMT_RAW };
 enum consume_from { FROM_EARLIEST, FROM_LATEST, FROM_OFFSET };
@@ -43,7 +43,7 @@ static const char consume_usage[] =
     "usage: vtopctl consume --config CLIENT.yaml [--topic NAME [--range-index I]]\n"
     "                       [--from earliest|latest|OFFSET] [--follow] [--max N]\n"
     "                       [--format text|json|raw] [--poll-ms MS]\n"
-    "                       [--reconnect-seconds S]\n"
+    "                       [--reconnect-seconds S] [--brokers H:P,...]\n"
     "\n"
     "Reads the range in CLIENT.yaml (or --topic's) from its leader and prints its\n"
     "records, one per line, up to the committed high-water mark (HWM); records at\n"
@@ -54,6 +54,7 @@ static const char consume_usage[] =
     "  --config PATH          client config (YAML; default: $VTOP_CONFIG, then\n"
     "                         ~/.config/vtop/vtop.yaml)\n"
     CTL_RANGE_USAGE
+    CTL_BROKERS_USAGE
     "  --from WHERE           earliest (the first retained offset, default), latest\n"
     "                         (the HWM when the run starts: only new records), or an\n"
     "                         offset\n"
@@ -99,8 +100,7 @@ struct consume_run {
     uint64_t next; /* the next offset to print */
     uint64_t hwm;  /* the highest HWM seen */
     uint64_t printed, reconnects;
-    uint64_t last_progress_ms;
-    bool progress; /* stderr is a terminal and stdout is not */
+    struct ctl_progress progress; /* on: stderr is a terminal and stdout is not */
     char why[1200];
 };
 
@@ -166,22 +166,26 @@ parse_one(int c, struct consume_opts *o)
     }
 }
 
+/* --format here also has `raw`, so it is not CTL_FORMAT_OPTIONS. */
+const struct option ctl_consume_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"from", required_argument, NULL, 'F'},
+    {"follow", no_argument, NULL, 'f'},
+    {"max", required_argument, NULL, 'm'},
+    {"format", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"poll-ms", required_argument, NULL, 'p'},
+    {"reconnect-seconds", required_argument, NULL, 'R'},
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int
 parse_opts(int argc, char **argv, struct consume_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"from", required_argument, NULL, 'F'},
-        {"follow", no_argument, NULL, 'f'},
-        {"max", required_argument, NULL, 'm'},
-        {"format", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},
-        {"poll-ms", required_argument, NULL, 'p'},
-        {"reconnect-seconds", required_argument, NULL, 'R'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *longopts = ctl_consume_options;
     *o = (struct consume_opts){.poll_ms = 100};
     ctl_opt_reset();
     int c;
@@ -369,14 +373,10 @@ print_record(const struct consume_run *r, uint64_t offset, const struct vtop_rec
 static void
 show_progress(struct consume_run *r, bool last)
 {
-    if (!r->progress || !r->o->have_max)
-        return;
-    uint64_t now = vt_clock_mono_ms();
-    if (!last && now - r->last_progress_ms < CONSUME_PROGRESS_MS)
-        return;
-    r->last_progress_ms = now;
-    fprintf(stderr, "\rconsumed %" PRIu64 "/%" PRIu64 " records (offset %" PRIu64 ")%s",
-            r->printed, r->o->max, r->next, last ? "\n" : "");
+    if (r->o->have_max)
+        ctl_progress_show(&r->progress, last,
+                          "consumed %" PRIu64 "/%" PRIu64 " records (offset %" PRIu64 ")",
+                          r->printed, r->o->max, r->next);
 }
 
 static void
@@ -520,7 +520,7 @@ ctl_consume_main(int argc, char **argv)
         return CTL_EXIT_OK;
     if (rc != 0)
         return rc;
-    struct consume_run r = {.o = &o, .progress = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO)};
+    struct consume_run r = {.o = &o, .progress = {.on = ctl_progress_wanted(true)}};
     rc = ctl_client_config_load_range(o.config, &o.range, consume_usage, &r.cfg);
     if (rc != 0)
         return rc;
