@@ -22,6 +22,7 @@
 #include "ctl_meta.h"
 #include "ctl_meta_client.h"
 #include "ctl_meta_help.h"
+#include "vt_client_config.h"
 #include "vt_log_types.h"
 
 static const char meta_usage[] =
@@ -807,17 +808,9 @@ find_sub(const char *name)
 const char *
 ctl_meta_config_default(const char *given)
 {
-    if (given != NULL)
-        return given;
-    const char *env = getenv("VTOP_ADMIN_CONFIG");
-    if (env != NULL && env[0] != '\0')
-        return env;
     static char home_cfg[4096];
-    const char *home = getenv("HOME");
-    if (home == NULL || home[0] == '\0')
-        return NULL;
-    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/admin.yaml", home);
-    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
+    return vt_client_config_lookup(given, "VTOP_ADMIN_CONFIG", "admin.yaml", home_cfg,
+                                   sizeof(home_cfg));
 }
 
 int

@@ -182,17 +182,25 @@ vt_client_config_range_by_index(struct vt_client_config *cfg, const char *topic,
 }
 
 const char *
-vt_client_config_default_path(const char *given)
+vt_client_config_lookup(const char *given, const char *env_name, const char *file, char *buf,
+                        size_t cap)
 {
     if (given != NULL)
         return given;
-    const char *env = getenv("VTOP_CONFIG");
+    const char *env = getenv(env_name);
     if (env != NULL && env[0] != '\0')
         return env;
-    static char home_cfg[4096];
     const char *home = getenv("HOME");
     if (home == NULL || home[0] == '\0')
         return NULL;
-    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/vtop.yaml", home);
-    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
+    snprintf(buf, cap, "%s/.config/vtop/%s", home, file);
+    return access(buf, F_OK) == 0 ? buf : NULL;
+}
+
+const char *
+vt_client_config_default_path(const char *given)
+{
+    static char home_cfg[4096];
+    return vt_client_config_lookup(given, "VTOP_CONFIG", "vtop.yaml", home_cfg,
+                                   sizeof(home_cfg));
 }

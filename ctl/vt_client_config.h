@@ -36,6 +36,7 @@
 #define VT_CLIENT_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vt_config.h"
@@ -110,6 +111,10 @@ void vt_client_config_free(struct vt_client_config *cfg);
  * set and not empty, else ~/.config/vtop/vtop.yaml when it exists, else
  * NULL. The result may point at a static buffer (one caller at a time). */
 const char *vt_client_config_default_path(const char *given);
+/* The same lookup for any config: `given`, else $`env_name`, else
+ * ~/.config/vtop/`file` (formatted into buf) when it exists, else NULL. */
+const char *vt_client_config_lookup(const char *given, const char *env_name, const char *file,
+                                    char *buf, size_t cap);
 
 /* Replaces the config's range (whatever its form, or none) by `topic`'s range
  * number `index` (the --topic / --range-index override of the tools). 0;

@@ -110,25 +110,13 @@ vtop_client_new(const char *config_path, vtop_client **out, char *err, size_t er
                  "~/.config/vtop/vtop.yaml");
         return VTOP_ERR_CONFIG;
     }
-    vtop_client *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        snprintf(err, err_len, "out of memory");
-        return VTOP_ERR_NOMEM;
-    }
     struct vt_cfg_error ce;
-    if (vt_client_config_load(path, &c->cfg, &ce) != 0) {
+    struct vt_client_config cfg;
+    if (vt_client_config_load(path, &cfg, &ce) != 0) {
         snprintf(err, err_len, "%s", ce.msg);
-        free(c);
         return VTOP_ERR_CONFIG;
     }
-    int rc = vtop__connect(c);
-    if (rc != VTOP_OK) {
-        snprintf(err, err_len, "%s", c->err);
-        vtop_client_free(c);
-        return rc;
-    }
-    *out = c;
-    return VTOP_OK;
+    return vtop_client_adopt(&cfg, out, err, err_len);
 }
 
 int

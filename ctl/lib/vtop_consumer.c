@@ -366,19 +366,8 @@ vtop_consumer_new(vtop_client *c, const char *topic, uint32_t range_index, int64
                   const struct vtop_consumer_config *cfg, vtop_consumer **out)
 {
     *out = NULL;
-    struct vtop_consumer_config defaults;
-    if (cfg == NULL) {
-        vtop_consumer_config_init(&defaults);
-        cfg = &defaults;
-    }
-    int rc = check_config(cfg, c->err);
-    if (rc != VTOP_OK)
-        return rc;
-    if (from < 0 && from != VTOP_OFFSET_EARLIEST && from != VTOP_OFFSET_LATEST)
-        return vtop__fail(c->err, VTOP_ERR_INVALID, "offset %" PRId64 " is neither >= 0 nor "
-                          "VTOP_OFFSET_EARLIEST nor VTOP_OFFSET_LATEST", from);
     struct vt_range_ident range;
-    rc = vtop__resolve(c, topic, range_index, &range);
+    int rc = vtop__resolve(c, topic, range_index, &range);
     if (rc != VTOP_OK)
         return rc;
     return vtop__consumer_open(c, &range, from, cfg, true, out);
