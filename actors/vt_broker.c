@@ -128,28 +128,35 @@ register_metrics(struct vt_broker *b)
  * core's published snapshot at scrape time (racy reads of what each range's
  * core publishes). */
 static const struct {
+    enum vt_metric_type type;
     const char *name, *help;
     bool replicated, follower;
 } range_families[] = {
-    {"broker_committed_offset",
+    {VT_METRIC_GAUGE, "broker_committed_offset",
      "Offset after the last durable record (the HWM on a single node).", false, false},
-    {"broker_next_offset", "Offset after the last appended record.", false, false},
-    {"repl_hwm", "Committed high-water mark this replica knows.", true, false},
-    {"repl_follower_durable_offset", "Durable offset a follower acknowledged.", true, true},
-    {"repl_follower_lag_records", "Leader next offset minus the follower's durable.", true, true},
-    {"repl_follower_inflight_requests", "Appends sent and not yet answered.", true, true},
-    {"repl_follower_inflight_bytes", "Batch bytes sent and not yet answered.", true, true},
-    {"repl_follower_resyncs", "Stream restarts for this follower.", true, true},
-    {"repl_follower_truncated_records", "Divergent records the follower reported removing.",
+    {VT_METRIC_GAUGE, "broker_next_offset", "Offset after the last appended record.", false,
+     false},
+    {VT_METRIC_GAUGE, "repl_hwm", "Committed high-water mark this replica knows.", true, false},
+    {VT_METRIC_GAUGE, "repl_follower_durable_offset", "Durable offset a follower acknowledged.",
      true, true},
-    {"broker_range_role", "Replication role: 0 follower, 1 promoting, 2 leader, 3 suspended.",
-     true, false},
-    {"broker_held_fencing_epoch", "Fencing epoch this replica holds (its log's epoch).", true,
-     false},
-    {"broker_meta_fencing_epoch", "Epoch of the lease view metadata last gave this replica.",
-     true, false},
-    {"broker_lease_active", "1 while this replica leads the range under a verified lease.", true,
-     false},
+    {VT_METRIC_GAUGE, "repl_follower_lag_records",
+     "Leader next offset minus the follower's durable.", true, true},
+    {VT_METRIC_GAUGE, "repl_follower_inflight_requests", "Appends sent and not yet answered.",
+     true, true},
+    {VT_METRIC_GAUGE, "repl_follower_inflight_bytes", "Batch bytes sent and not yet answered.",
+     true, true},
+    {VT_METRIC_COUNTER, "repl_follower_resyncs_total",
+     "Stream restarts for this follower since this node began leading the range.", true, true},
+    {VT_METRIC_COUNTER, "repl_follower_truncated_records_total",
+     "Divergent records the follower reported removing.", true, true},
+    {VT_METRIC_GAUGE, "broker_range_role",
+     "Replication role: 0 follower, 1 promoting, 2 leader, 3 suspended.", true, false},
+    {VT_METRIC_GAUGE, "broker_held_fencing_epoch",
+     "Fencing epoch this replica holds (its log's epoch).", true, false},
+    {VT_METRIC_GAUGE, "broker_meta_fencing_epoch",
+     "Epoch of the lease view metadata last gave this replica.", true, false},
+    {VT_METRIC_GAUGE, "broker_lease_active",
+     "1 while this replica leads the range under a verified lease.", true, false},
 };
 
 static double
@@ -169,7 +176,7 @@ follower_value(const char *family, struct vt_repl_follower_pub *p)
         return rd(&p->inflight_requests);
     if (strcmp(family, "repl_follower_inflight_bytes") == 0)
         return rd(&p->inflight_bytes);
-    if (strcmp(family, "repl_follower_resyncs") == 0)
+    if (strcmp(family, "repl_follower_resyncs_total") == 0)
         return rd(&p->resyncs);
     return rd(&p->truncated);
 }
@@ -228,7 +235,7 @@ register_range_collector(struct vt_broker *b)
     b->collector = vt_metrics_collector(b->metrics, collect_ranges, b);
     int rc = b->collector;
     for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(range_families); k++)
-        rc = vt_metrics_collector_family(b->metrics, b->collector, VT_METRIC_GAUGE,
+        rc = vt_metrics_collector_family(b->metrics, b->collector, range_families[k].type,
                                          range_families[k].name, range_families[k].help);
     return rc < 0 ? rc : 0;
 }
