@@ -24,6 +24,11 @@
 
 /* ---- metrics ------------------------------------------------------------ */
 
+const uint64_t vt_broker_lat_bounds_ns[VT_BROKER_LAT_BOUNDS] = {
+    50000,     100000,     250000,     500000,     1000000,    2500000,
+    5000000,   10000000,   25000000,   50000000,   100000000,  250000000,
+    500000000, 1000000000, 2500000000, 5000000000, 10000000000, 30000000000};
+
 static int
 reg_counter(struct vt_broker *b, const char *name, const char *labels, const char *help)
 {
@@ -73,18 +78,23 @@ register_metrics(struct vt_broker *b)
     m->budget_core_used = vt_metrics_gauge(b->metrics, "broker_budget_inflight_bytes", NULL,
                                            "Request bytes in flight, per core.",
                                            VT_METRIC_PER_CORE);
-    static const uint64_t lat[] = {50000,    100000,    250000,    500000,    1000000,
-                                   2500000,  5000000,   10000000,  25000000,  50000000,
-                                   100000000, 250000000, 500000000, 1000000000};
+    const uint64_t *lat = vt_broker_lat_bounds_ns;
     static const uint64_t cnt[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
     static const uint64_t byt[] = {4096,     16384,    65536,     262144,   1048576,
                                    4194304,  16777216, 67108864};
     m->produce_latency = vt_metrics_histogram(b->metrics, "broker_produce_latency_seconds", NULL,
                                               "Produce request to durable answer.", lat,
-                                              VT_ARRAY_LEN(lat), 1e-9, 0);
+                                              VT_BROKER_LAT_BOUNDS, 1e-9, 0);
+    m->fetch_latency = vt_metrics_histogram(b->metrics, "broker_fetch_latency_seconds", NULL,
+                                            "Fetch request to answer (answers without error).",
+                                            lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
     m->commit_sync = vt_metrics_histogram(b->metrics, "broker_group_commit_sync_seconds", NULL,
                                           "Group commit job time (write + fdatasync + boundary).",
-                                          lat, VT_ARRAY_LEN(lat), 1e-9, 0);
+                                          lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
+    m->commit_fdatasync = vt_metrics_histogram(
+        b->metrics, "broker_group_commit_fdatasync_seconds", NULL,
+        "Time one group commit spent in fdatasync (the segment tail, then the commit boundary).",
+        lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
     m->commit_batches = vt_metrics_histogram(b->metrics, "broker_group_commit_batches", NULL,
                                              "Batches per group commit.", cnt,
                                              VT_ARRAY_LEN(cnt), 1, 0);
@@ -113,7 +123,8 @@ register_metrics(struct vt_broker *b)
                                           "a follower.");
     int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
                  m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
-                 m->budget_core_used, m->produce_latency, m->commit_sync, m->commit_batches,
+                 m->budget_core_used, m->produce_latency, m->fetch_latency, m->commit_sync,
+                 m->commit_fdatasync, m->commit_batches,
                  m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3],
                  m->repl_resyncs, m->repl_fences, m->repl_truncated, m->repl_quorum_timeouts,
                  m->repl_appends_served, m->repl_fenced_refusals, m->repl_catchups,
@@ -207,10 +218,127 @@ emit_range(const char *family, bool follower, struct vt_range_actor *ra,
     }
 }
 
+/* Per-range traffic and disk: series for at most observability.range_metrics
+ * ranges (the first ones of core 0's table, then core 1's, ...: the same
+ * ones while the hosted set does not change); the node-wide families after
+ * them cover every range. */
+enum traffic_family {
+    TF_PRODUCED_RECORDS,
+    TF_PRODUCED_BYTES,
+    TF_FETCHED_RECORDS,
+    TF_FETCHED_BYTES,
+    TF_PRODUCE_LATENCY,
+    TF_FETCH_LATENCY,
+    TF_SEGMENTS,
+    TF_SEGMENT_BYTES,
+    TF_NODE_SEGMENTS,
+    TF_NODE_SEGMENT_BYTES,
+    TF_CAPPED,
+};
+
+static const struct {
+    enum vt_metric_type type;
+    const char *name, *help;
+} traffic_families[] = {
+    [TF_PRODUCED_RECORDS] = {VT_METRIC_COUNTER, "broker_range_produced_records_total",
+                             "Records acknowledged to producers, per range."},
+    [TF_PRODUCED_BYTES] = {VT_METRIC_COUNTER, "broker_range_produced_bytes_total",
+                           "Batch bytes acknowledged to producers, per range."},
+    [TF_FETCHED_RECORDS] = {VT_METRIC_COUNTER, "broker_range_fetched_records_total",
+                            "Records sent to consumers, per range."},
+    [TF_FETCHED_BYTES] = {VT_METRIC_COUNTER, "broker_range_fetched_bytes_total",
+                          "Batch bytes sent to consumers, per range."},
+    [TF_PRODUCE_LATENCY] = {VT_METRIC_HISTOGRAM, "broker_range_produce_latency_seconds",
+                            "Produce request to durable answer, per range (answers without "
+                            "error, measured on the range's core)."},
+    [TF_FETCH_LATENCY] = {VT_METRIC_HISTOGRAM, "broker_range_fetch_latency_seconds",
+                          "Fetch request to answer, per range (answers without error, "
+                          "measured on the range's core)."},
+    [TF_SEGMENTS] = {VT_METRIC_GAUGE, "broker_range_segments",
+                     "Segment files of the range (sealed ones and the tail)."},
+    [TF_SEGMENT_BYTES] = {VT_METRIC_GAUGE, "broker_range_disk_bytes",
+                          "Bytes in the range's segment files."},
+    [TF_NODE_SEGMENTS] = {VT_METRIC_GAUGE, "broker_segments",
+                          "Segment files of every hosted range together."},
+    [TF_NODE_SEGMENT_BYTES] = {VT_METRIC_GAUGE, "broker_disk_bytes",
+                               "Bytes in the segment files of every hosted range together."},
+    [TF_CAPPED] = {VT_METRIC_GAUGE, "broker_range_metrics_capped",
+                   "1 when this node hosts more ranges than observability.range_metrics, so "
+                   "some ranges have no per-range traffic series."},
+};
+
+static void
+emit_latency(struct vt_metrics_emit *e, const char *family, const char *labels,
+             _Atomic uint64_t *buckets, _Atomic uint64_t *sum_ns)
+{
+    uint64_t b[VT_BROKER_LAT_BOUNDS + 1];
+    for (unsigned i = 0; i <= VT_BROKER_LAT_BOUNDS; i++)
+        b[i] = atomic_load_explicit(&buckets[i], memory_order_relaxed);
+    uint64_t sum = atomic_load_explicit(sum_ns, memory_order_relaxed);
+    (void)vt_metrics_emit_histogram(e, family, labels, vt_broker_lat_bounds_ns, b,
+                                    VT_BROKER_LAT_BOUNDS, 1e-9, sum);
+}
+
+static void
+emit_traffic(struct vt_metrics_emit *e, enum traffic_family k, struct vt_range_actor *ra)
+{
+    struct vt_range_stats *st = &ra->stats;
+    const char *name = traffic_families[k].name, *labels = ra->br.labels;
+    switch (k) {
+    case TF_PRODUCE_LATENCY:
+        emit_latency(e, name, labels, st->produce_lat, &st->produce_lat_sum_ns);
+        return;
+    case TF_FETCH_LATENCY:
+        emit_latency(e, name, labels, st->fetch_lat, &st->fetch_lat_sum_ns);
+        return;
+    default:
+        break;
+    }
+    _Atomic uint64_t *v = k == TF_PRODUCED_RECORDS  ? &st->produced_records
+                          : k == TF_PRODUCED_BYTES  ? &st->produced_bytes
+                          : k == TF_FETCHED_RECORDS ? &st->fetched_records
+                          : k == TF_FETCHED_BYTES   ? &st->fetched_bytes
+                          : k == TF_SEGMENTS        ? &st->segments
+                                                    : &st->segment_bytes;
+    (void)vt_metrics_emit(e, name, labels, rd(v));
+}
+
+static void
+collect_traffic(struct vt_broker *b, enum traffic_family k, struct vt_metrics_emit *e)
+{
+    uint32_t cap = b->cfg->observability.range_metrics, seen = 0;
+    uint64_t segments = 0, bytes = 0;
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        const struct vt_range_snap *snap = vt_broker_snap_acquire(b, c);
+        for (uint32_t i = 0; i < snap->n; i++, seen++) {
+            struct vt_range_actor *ra = snap->ranges[i];
+            if (k == TF_NODE_SEGMENTS)
+                segments += atomic_load_explicit(&ra->stats.segments, memory_order_relaxed);
+            else if (k == TF_NODE_SEGMENT_BYTES)
+                bytes += atomic_load_explicit(&ra->stats.segment_bytes, memory_order_relaxed);
+            else if (k < TF_NODE_SEGMENTS && seen < cap)
+                emit_traffic(e, k, ra);
+        }
+        vt_broker_snap_release(b, c);
+    }
+    const char *name = traffic_families[k].name;
+    if (k == TF_NODE_SEGMENTS)
+        (void)vt_metrics_emit(e, name, NULL, (double)segments);
+    else if (k == TF_NODE_SEGMENT_BYTES)
+        (void)vt_metrics_emit(e, name, NULL, (double)bytes);
+    else if (k == TF_CAPPED)
+        (void)vt_metrics_emit(e, name, NULL, seen > cap ? 1.0 : 0.0);
+}
+
 static void
 collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
 {
     struct vt_broker *b = arg;
+    for (size_t t = 0; t < VT_ARRAY_LEN(traffic_families); t++)
+        if (strcmp(traffic_families[t].name, family) == 0) {
+            collect_traffic(b, (enum traffic_family)t, e);
+            return;
+        }
     size_t k = 0;
     while (k < VT_ARRAY_LEN(range_families) && strcmp(range_families[k].name, family) != 0)
         k++;
@@ -237,6 +365,9 @@ register_range_collector(struct vt_broker *b)
     for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(range_families); k++)
         rc = vt_metrics_collector_family(b->metrics, b->collector, range_families[k].type,
                                          range_families[k].name, range_families[k].help);
+    for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(traffic_families); k++)
+        rc = vt_metrics_collector_family(b->metrics, b->collector, traffic_families[k].type,
+                                         traffic_families[k].name, traffic_families[k].help);
     return rc < 0 ? rc : 0;
 }
 

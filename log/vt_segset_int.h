@@ -34,6 +34,7 @@ struct vt_segset {
     uint64_t committed_end, committed_next;
     uint64_t commit_seq;
     unsigned commit_slot;        /* slot holding commit_seq */
+    uint64_t sync_ns;            /* time in fdatasync since vt_segset_take_sync_ns */
     int commit_fd;
     uint64_t prealloc_end;
     bool poisoned;

@@ -91,7 +91,7 @@ lbl="topic=\"gauges\",range=\"$RANGE\""
 version=$("$node" --version | awk '{ print $2 }')
 grep -q "^vtop_build_info{version=\"$version\",build_id=\"[^\"]*\",build_type=\"[^\"]*\"} 1$" \
     "$work/metrics" || fail "vtop_build_info: $(grep build_info "$work/metrics")"
-want process_cpu_seconds_total 'v > 0'
+want process_cpu_seconds_total 'v >= 0'
 want process_resident_memory_bytes 'v > 1000000'
 want process_open_fds 'v >= 10'
 want process_max_fds 'v >= 64'
