@@ -616,10 +616,10 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         range_failed(ra, -ECANCELED);
         return;
     }
-    VT_INFO("range %s recovered: committed %llu, %u sealed segments, %llu uncommitted bytes cut"
-            "%s", br->ident.topic, (unsigned long long)vt_rlog_committed(l),
-            rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
-            rec->created ? " (new range)" : "");
+    VT_INFO("range %s recovered in %.3f s: committed %llu, %u sealed segments, %llu "
+            "uncommitted bytes cut%s", br->ident.topic, (double)rec->duration_ns / 1e9,
+            (unsigned long long)vt_rlog_committed(l), rec->sealed_segments,
+            (unsigned long long)rec->truncated_bytes, rec->created ? " (new range)" : "");
     if (ra->repl != NULL) {
         vt_repl_range_opened(ra->repl, vt_core_self(), l, range_ready, ra);
         return;

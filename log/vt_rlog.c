@@ -110,6 +110,7 @@ open_job(const struct vt_file_ops *ops, void *arg)
 {
     struct vt_rlog *l = arg;
     struct vt_log_err *err = &l->job_err;
+    uint64_t t0 = vt_clock_mono_ns();
     int rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set, &l->job_prod,
                             &l->rec, err);
     if (rc == 0)
@@ -124,6 +125,7 @@ open_job(const struct vt_file_ops *ops, void *arg)
         rc = vt_log_err_set(err, -ENOMEM, l->cfg.dir, "out of memory for the epoch history");
     if (rc != 0)
         close_files(l);
+    l->rec.duration_ns = vt_clock_mono_ns() - t0;
     l->job_rc = rc;
     return rc;
 }

@@ -64,6 +64,8 @@ struct vt_segset_recovery {
     bool created;               /* the directory was empty: a fresh range */
     bool finished_intent;       /* a truncate/retention intent was completed */
     bool finished_roll;         /* a roll interrupted by a crash was completed */
+    uint64_t duration_ns;       /* vt_rlog_open: the whole open job (segments, producer
+                                 * journal, epoch history) on the I/O thread */
 };
 
 /* Opens (and recovers) the range in `dir` (which must exist), or creates it

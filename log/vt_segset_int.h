@@ -21,6 +21,9 @@ struct vt_seg {
     int64_t max_ts;        /* newest record timestamp; INT64_MIN = not known yet */
 };
 
+/* A long open logs its progress this often (load_segments). */
+#define VT_SEGSET_PROGRESS_NS 1000000000ull
+
 struct vt_segset {
     const struct vt_file_ops *ops;
     char dir[PATH_MAX];

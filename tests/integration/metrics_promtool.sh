@@ -32,6 +32,7 @@ fail() {
 NODE_CN=00000000-0000-4000-8000-000000000001
 CLIENT_CN=11111111-1111-4111-8111-111111111111
 RANGE=44444444-4444-4444-8444-444444444444
+RANGE2=55555555-5555-4555-8555-555555555555
 "$src/scripts/gen-certs.sh" "$work/certs" >/dev/null || fail "gen-certs.sh failed"
 cat >"$work/node.yaml" <<YAML
 node_id: 1
@@ -45,17 +46,36 @@ native: {listen: 127.0.0.1:0}
 authorization: {producers: [$CLIENT_CN], consumers: [$CLIENT_CN], admins: [$CLIENT_CN]}
 ranges:
   - {topic: gauges, topic_epoch: 1, range_id: $RANGE, range_generation: 0, fencing_epoch: 1}
+  - {topic: other, topic_epoch: 1, range_id: $RANGE2, range_generation: 0, fencing_epoch: 1}
 YAML
-"$node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.err" &
-pids+=($!)
-for _ in $(seq 1 200); do
-    grep -q '^node_ready' "$work/node.out" && break
-    sleep 0.05
-done
-port=$(sed -n 's/^node_ready.* native=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out")
-obs=$(sed -n 's/^node_ready.* observability=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out")
-{ [ -n "$port" ] && [ -n "$obs" ]; } || fail "node not ready: $(cat "$work/node.out")"
-#TMP grep -q recovered in [0-9]' "$work/node.err" || fail "no recovery duration line in the log"
+start_node() {
+    "$node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.err" &
+    pids+=($!)
+    for _ in $(seq 1 200); do
+        grep -q '^node_ready' "$work/node.out" && break
+        sleep 0.05
+    done
+    port=$(sed -n 's/^node_ready.* native=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out")
+    obs=$(sed -n 's/^node_ready.* observability=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/node.out")
+    { [ -n "$port" ] && [ -n "$obs" ]; } || fail "node not ready: $(cat "$work/node.out")"
+    grep -q 'range gauges recovered in [0-9.]* s: ' "$work/node.err" ||
+        fail "no recovery duration line in the log"
+}
+stop_node() {
+    kill -TERM "${pids[0]}"
+    wait "${pids[0]}" || fail "node exit $?"
+    pids=()
+}
+scrape() {
+    curl -fsS "http://127.0.0.1:$obs/metrics" >"$work/metrics" || fail "scrape /metrics"
+    [ -s "$work/metrics" ] || fail "empty /metrics page"
+    promtool check metrics <"$work/metrics" >"$work/promtool.out" 2>&1
+    local rc=$?
+    if [ "$rc" -ne 0 ] || [ -s "$work/promtool.out" ]; then
+        fail "promtool check metrics (exit $rc): $(cat "$work/promtool.out")"
+    fi
+}
+start_node
 cat >"$work/client.yaml" <<YAML
 cluster_id: 6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
 addr: 127.0.0.1:$port
@@ -70,13 +90,7 @@ cfg=(--config "$work/client.yaml")
 "$ctl" consume "${cfg[@]}" --max 3 --format raw >"$work/out" 2>&1 || fail "consume: $(cat "$work/out")"
 [ "$(grep -cxE 'one|two|three' "$work/out")" -eq 3 ] || fail "consume printed: $(cat "$work/out")"
 
-curl -fsS "http://127.0.0.1:$obs/metrics" >"$work/metrics" || fail "scrape /metrics"
-[ -s "$work/metrics" ] || fail "empty /metrics page"
-promtool check metrics <"$work/metrics" >"$work/promtool.out" 2>&1
-rc=$?
-if [ "$rc" -ne 0 ] || [ -s "$work/promtool.out" ]; then
-    fail "promtool check metrics (exit $rc): $(cat "$work/promtool.out")"
-fi
+scrape
 
 # value SERIES: the value of the one sample whose name and labels are SERIES
 value() {
@@ -102,7 +116,9 @@ want "vtop_broker_range_produce_latency_seconds_count{$lbl}" 'v >= 1'
 want "vtop_broker_range_fetch_latency_seconds_count{$lbl}" 'v >= 1'
 want "vtop_broker_range_segments{$lbl}" 'v >= 1'
 want "vtop_broker_range_disk_bytes{$lbl}" 'v > 0'
-want vtop_broker_segments 'v >= 1'
+want "vtop_broker_range_segments{topic=\"other\",range=\"$RANGE2\"}" 'v == 1'
+want "vtop_broker_range_produced_records_total{topic=\"other\",range=\"$RANGE2\"}" 'v == 0'
+want vtop_broker_segments 'v == 2'
 want vtop_broker_disk_bytes 'v > 0'
 want vtop_broker_range_metrics_capped 'v == 0'
 want vtop_broker_fetch_latency_seconds_count 'v >= 1'
@@ -111,8 +127,19 @@ want 'vtop_broker_produce_latency_seconds_bucket{le="30"}' 'v >= 1'
 want 'vtop_runtime_max_turn_seconds{core="0"}' 'v >= 0 && v < 60'
 grep -q '^vtop_repl_follower_resyncs[^_]' "$work/metrics" && fail "the old gauge name is back"
 
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" || fail "node exit $?"
-pids=()
+stop_node
+
+# --- observability.range_metrics caps the per-range traffic series -------------------
+sed -i 's/^observability: .*/observability: {listen: 127.0.0.1:0, range_metrics: 1}/' "$work/node.yaml"
+start_node
+scrape
+[ "$(grep -c '^vtop_broker_range_segments{' "$work/metrics")" -eq 1 ] ||
+    fail "range_metrics 1: $(grep '^vtop_broker_range_segments' "$work/metrics")"
+[ "$(grep -c '^vtop_broker_range_produce_latency_seconds_count{' "$work/metrics")" -eq 1 ] ||
+    fail "range_metrics 1: $(grep '^vtop_broker_range_produce_latency_seconds_count' "$work/metrics")"
+want vtop_broker_range_metrics_capped 'v == 1'
+want vtop_broker_segments 'v == 2' # the node-wide sums still cover both ranges
+want "vtop_broker_committed_offset{$lbl}" 'v == 3' # state gauges are not capped
+stop_node
 echo "PASS: metrics_promtool"
 exit 0
