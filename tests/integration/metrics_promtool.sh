@@ -4,7 +4,11 @@
 # still exit 0, so any output line fails the test), after a little produce
 # and fetch through vtopctl; and a few families are present with sane values
 # (build info, process_*, per-range counters, the fetch and fdatasync
-# histograms, the max turn in seconds). The node is stopped by PID.
+# histograms, the max turn in seconds); then with observability.range_metrics
+# 1 the per-range traffic series are capped; then a managed 3-node cluster
+# (metadata + data, scripts/cluster-lib.sh) after quorum produces, so the
+# replication, lease and meta families pass promtool too. Nodes are stopped
+# by PID.
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 node=${1:?usage: metrics_promtool.sh VTOP_NODE VTOPCTL SOURCE_DIR}
@@ -17,9 +21,14 @@ command -v promtool >/dev/null ||
 
 work=$(mktemp -d /tmp/vtop-metrics.XXXXXX)
 pids=()
+CL_TOP=$src CL_BIN=$(dirname "$node") CL_WORK=$work/cluster CL_CORES=1 CL_MANAGED=1
+CL_LEASE="{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms, promote_timeout: 1s}"
+# shellcheck source-path=SCRIPTDIR source=../../scripts/cluster-lib.sh
+. "$src/scripts/cluster-lib.sh"
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    cl_stop_all
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -66,13 +75,14 @@ stop_node() {
     wait "${pids[0]}" || fail "node exit $?"
     pids=()
 }
-scrape() {
-    curl -fsS "http://127.0.0.1:$obs/metrics" >"$work/metrics" || fail "scrape /metrics"
-    [ -s "$work/metrics" ] || fail "empty /metrics page"
+scrape() { # [HOST:PORT] (default: the single node's endpoint)
+    local at=${1:-127.0.0.1:$obs}
+    curl -fsS "http://$at/metrics" >"$work/metrics" || fail "scrape $at/metrics"
+    [ -s "$work/metrics" ] || fail "empty /metrics page at $at"
     promtool check metrics <"$work/metrics" >"$work/promtool.out" 2>&1
     local rc=$?
     if [ "$rc" -ne 0 ] || [ -s "$work/promtool.out" ]; then
-        fail "promtool check metrics (exit $rc): $(cat "$work/promtool.out")"
+        fail "promtool check metrics on $at (exit $rc): $(cat "$work/promtool.out")"
     fi
 }
 start_node
@@ -141,5 +151,24 @@ want vtop_broker_range_metrics_capped 'v == 1'
 want vtop_broker_segments 'v == 2' # the node-wide sums still cover both ranges
 want "vtop_broker_committed_offset{$lbl}" 'v == 3' # state gauges are not capped
 stop_node
+
+# --- a managed cluster: replication, lease and meta families -----------------------
+mkdir -p "$CL_WORK"
+cl_managed_up tiles 1 --replication-factor 3 || cl_fail "managed cluster: $(cl_topic_ranges tiles)"
+read -r _ holder _ < <(cl_range_cfgs tiles "$CL_WORK/c") || cl_fail "range 0 of tiles"
+lead=$(cl_node_of "$holder")
+"$ctl" produce --config "$CL_WORK/c$lead.yaml" --records 200 --batch 20 --value-bytes 32 \
+    --durability quorum >"$work/out" 2>&1 || cl_fail "quorum produce: $(cat "$work/out")"
+for n in 1 2 3; do
+    scrape "$(cl_obs "$n")"
+    want vtop_meta_raft_running 'v == 1'
+    want vtop_meta_raft_voters 'v == 3'
+    grep -q '^vtop_broker_range_role{' "$work/metrics" || cl_fail "node $n: no range role"
+done
+scrape "$(cl_obs "$lead")"
+want vtop_broker_lease_acquisitions_total 'v >= 1'
+want 'vtop_broker_lease_promotions_total{result="established"}' 'v >= 1'
+want vtop_broker_produced_records_total 'v == 200'
+cl_stop_all
 echo "PASS: metrics_promtool"
 exit 0
