@@ -59,13 +59,13 @@ int vt_metrics_callback(struct vt_metrics *m, enum vt_metric_type type, const ch
 
 /* Collectors: series that come and go while the node runs (one per hosted
  * range, say). A collector is registered before start with the families it
- * emits (counter or gauge, each with its help); at scrape time, on the
- * scraping thread, the renderer calls `fn` once per declared family, right
- * after that family's fixed series, with `family` naming it; `fn` calls
- * vt_metrics_emit for each series it has of that family. `fn` must not
- * block, take locks or allocate on a reactor, and may only read what other
- * cores published racily (atomics, or an immutable snapshot they retire
- * safely). */
+ * emits (counter, gauge or histogram, each with its help); at scrape time,
+ * on the scraping thread, the renderer calls `fn` once per declared family,
+ * right after that family's fixed series, with `family` naming it; `fn`
+ * calls vt_metrics_emit (vt_metrics_emit_histogram) for each series it has
+ * of that family. `fn` must not block, take locks or allocate on a reactor,
+ * and may only read what other cores published racily (atomics, or an
+ * immutable snapshot they retire safely). */
 struct vt_metrics_emit;
 typedef void vt_metric_collect_fn(void *arg, const char *family, struct vt_metrics_emit *e);
 /* Main thread, before start. Returns a collector id >= 0, or -EINVAL (NULL
