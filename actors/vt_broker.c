@@ -193,8 +193,8 @@ follower_value(const char *family, struct vt_repl_follower_pub *p)
 }
 
 static void
-emit_range(const char *family, bool follower, struct vt_range_actor *ra,
-           struct vt_metrics_emit *e)
+emit_range(const struct vt_broker *b, const char *family, bool follower,
+           struct vt_range_actor *ra, struct vt_metrics_emit *e)
 {
     const struct vt_broker_range *br = &ra->br;
     if (!follower) {
@@ -210,12 +210,27 @@ emit_range(const char *family, bool follower, struct vt_range_actor *ra,
         (void)vt_metrics_emit(e, family, br->labels, v);
         return;
     }
-    for (uint32_t f = 0; f < br->n_followers; f++) {
+    /* The replication half publishes follower f of its replica set in
+     * slot f: the replicas other than this node, in replica order (the
+     * order vt_range_table.c hands it, static leader or leased). */
+    uint32_t f = 0;
+    for (uint32_t k = 0; k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS; k++) {
+        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) == 0)
+            continue;
         char fid[37], fl[sizeof(br->labels) + 64];
-        vt_uuid_format(br->follower_uuid[f], fid);
+        vt_uuid_format(br->replicas[k], fid);
         snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", br->labels, fid);
-        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f]));
+        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f++]));
     }
+}
+
+/* The leader's view of its followers is published while this replica leads
+ * the range: configured as its leader, or holding its lease. */
+static bool
+leads_now(const struct vt_range_actor *ra)
+{
+    return ra->br.leader ||
+           atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
 }
 
 /* Per-range traffic and disk: series for at most observability.range_metrics
@@ -349,9 +364,9 @@ collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
             struct vt_range_actor *ra = snap->ranges[i];
             if (range_families[k].replicated && !ra->br.replicated)
                 continue;
-            if (range_families[k].follower && !ra->br.leader)
+            if (range_families[k].follower && !leads_now(ra))
                 continue;
-            emit_range(family, range_families[k].follower, ra, e);
+            emit_range(b, family, range_families[k].follower, ra, e);
         }
         vt_broker_snap_release(b, c);
     }

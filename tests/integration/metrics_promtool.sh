@@ -169,6 +169,11 @@ scrape "$(cl_obs "$lead")"
 want vtop_broker_lease_acquisitions_total 'v >= 1'
 want 'vtop_broker_lease_promotions_total{result="established"}' 'v >= 1'
 want vtop_broker_produced_records_total 'v == 200'
+# the leader's view of its two followers, for a range led by lease
+[ "$(grep -c '^vtop_repl_follower_durable_offset{' "$work/metrics")" -eq 2 ] ||
+    cl_fail "leader's follower view: $(grep '^vtop_repl_follower' "$work/metrics")"
+grep -q '^vtop_repl_follower_resyncs_total{.*follower="' "$work/metrics" ||
+    cl_fail "no follower resync counter on the leader"
 cl_stop_all
 echo "PASS: metrics_promtool"
 exit 0
