@@ -62,6 +62,8 @@ register_metrics(struct vt_broker *b)
                                      "Records sent to consumers.");
     m->fetched_bytes = reg_counter(b, "broker_fetched_bytes_total", NULL,
                                    "Batch bytes sent to consumers.");
+    m->fetch_parked = vt_metrics_gauge(b->metrics, "broker_fetch_parked", NULL,
+                                       "Fetches waiting at the HWM for new records (long-poll).", 0);
     m->commits = reg_counter(b, "broker_group_commits_total", NULL, "Group commits completed.");
     m->sessions_accepted = reg_counter(b, "broker_sessions_accepted_total", NULL,
                                        "Sessions accepted (their TLS handshake succeeded).");
@@ -128,7 +130,7 @@ register_metrics(struct vt_broker *b)
                  m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3],
                  m->repl_resyncs, m->repl_fences, m->repl_truncated, m->repl_quorum_timeouts,
                  m->repl_appends_served, m->repl_fenced_refusals, m->repl_catchups,
-                 m->repl_catchup_records};
+                 m->repl_catchup_records, m->fetch_parked};
     for (size_t i = 0; i < VT_ARRAY_LEN(ids); i++)
         if (ids[i] < 0)
             return ids[i];

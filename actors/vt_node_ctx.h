@@ -96,6 +96,7 @@ struct vt_broker_metrics {
     int req_ok[3], req_err[3]; /* [produce, fetch, other] */
     int errors[17];            /* by error code */
     int produced_records, produced_bytes, fetched_records, fetched_bytes;
+    int fetch_parked; /* gauge: fetch waits parked at the HWM on this core */
     int produce_latency, fetch_latency; /* histograms, ns */
     int commit_batches, commit_bytes, commit_sync, commit_fdatasync; /* histograms */
     int commits;
@@ -185,6 +186,9 @@ struct vt_broker_core {
     struct vt_range_actor *retired_actors;
     struct vt_timer reclaim_tick;
     bool reclaim_armed;
+    /* fetch waits parked on this core's ranges (long-poll), and those of
+     * them sent by other cores (each holds a call slot of the sender) */
+    uint32_t parked, parked_remote;
 };
 
 #endif

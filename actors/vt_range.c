@@ -30,6 +30,7 @@ vt_range_actor_new(struct vt_broker *b, const struct vt_broker_range *br)
     ra->b = b;
     ra->br = *br;
     ra->fencing_epoch = br->fencing_epoch;
+    vt_timer_init(&ra->park_tick, NULL, ra); /* the callback is set below, where it lives */
     return ra;
 }
 
@@ -78,8 +79,8 @@ static void
 count_range(struct vt_breq *r)
 {
     struct vt_range_actor *ra = r->ra;
-    if (ra == NULL || r->err_code != 0)
-        return;
+    if (ra == NULL || r->err_code != 0 || r->wait_phase)
+        return; /* a long-poll wait is counted with the fetch that follows it */
     RANGE_OWNED(ra);
     uint64_t now = vt_clock_mono_ns();
     uint64_t ns = now > r->start_ns ? now - r->start_ns : 0;
@@ -169,7 +170,9 @@ on_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
         r->presp.base_offset = base;
     r->presp.record_count = r->records;
     r->presp.committed_next = vt_rlog_committed(l);
+    struct vt_range_actor *ra = r->ra;
     range_finish(c, r);
+    vt_range_hwm_moved(ra); /* single node: durable is committed */
 }
 
 /* The answer of a produce on a replicated range (replication/vt_repl_host.h). */
@@ -356,6 +359,148 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
     range_finish(c, r);
 }
 
+/* ---- long-poll: fetch waits parked at the HWM ------------------------------- */
+
+static struct vt_broker_core *
+bcore(const struct vt_range_actor *ra, struct vt_core *c)
+{
+    return ra->b->cores[vt_core_id(c)];
+}
+
+static uint64_t
+range_hwm(const struct vt_range_actor *ra)
+{
+    /* single node: the HWM is the durable offset; replicated: the quorum's */
+    return ra->repl ? vt_repl_range_hwm(ra->repl) : vt_rlog_committed(ra->log);
+}
+
+static void on_park_tick(struct vt_core *c, struct vt_timer *t);
+
+/* Re-arms the timer for the earliest deadline left (the list is short:
+ * at most VT_RANGE_MAX_PARKED). */
+static void
+park_rearm(struct vt_core *c, struct vt_range_actor *ra)
+{
+    if (ra->park_armed) {
+        vt_timer_cancel(c, &ra->park_tick);
+        ra->park_armed = false;
+    }
+    if (ra->parked_head == NULL)
+        return;
+    uint64_t first = UINT64_MAX;
+    for (struct vt_breq *r = ra->parked_head; r != NULL; r = r->park_next)
+        if (r->park_deadline_ms < first)
+            first = r->park_deadline_ms;
+    uint64_t now = vt_clock_mono_ms();
+    ra->park_tick.fn = on_park_tick;
+    vt_timer_arm(c, &ra->park_tick, first > now ? first - now : 0);
+    ra->park_armed = true;
+    ra->park_due_ms = first;
+}
+
+/* Answers the parked waits that `done` picks (all when NULL): the HWM
+ * they see says whether records came (the session then fetches them). */
+static void
+park_answer(struct vt_core *c, struct vt_range_actor *ra,
+            bool (*done)(const struct vt_breq *r, uint64_t hwm, uint64_t now))
+{
+    if (ra->parked_head == NULL)
+        return;
+    struct vt_broker_core *bc = bcore(ra, c);
+    uint64_t hwm = ra->log != NULL ? range_hwm(ra) : 0, now = vt_clock_mono_ms();
+    struct vt_breq **link = &ra->parked_head, *prev = NULL;
+    struct vt_breq *ready = NULL, **ready_tail = &ready;
+    while (*link != NULL) {
+        struct vt_breq *r = *link;
+        if (done != NULL && !done(r, hwm, now)) {
+            prev = r;
+            link = &r->park_next;
+            continue;
+        }
+        *link = r->park_next;
+        if (ra->parked_tail == r)
+            ra->parked_tail = prev;
+        ra->n_parked--;
+        bc->parked--;
+        if (r->remote)
+            bc->parked_remote--;
+        r->park_next = NULL;
+        *ready_tail = r;
+        ready_tail = &r->park_next;
+    }
+    vt_metric_set(vt_broker_shard(ra->b, c), ra->b->m.fetch_parked, (int64_t)bc->parked);
+    park_rearm(c, ra);
+    /* answered after the list is consistent: an answer may run the session */
+    while (ready != NULL) {
+        struct vt_breq *r = ready;
+        ready = r->park_next;
+        r->park_next = NULL;
+        r->hwm = hwm;
+        range_finish(c, r);
+    }
+}
+
+static bool
+passed(const struct vt_breq *r, uint64_t hwm, uint64_t now)
+{
+    (void)now;
+    return hwm > r->fetch_start;
+}
+
+static bool
+passed_or_due(const struct vt_breq *r, uint64_t hwm, uint64_t now)
+{
+    return hwm > r->fetch_start || now >= r->park_deadline_ms;
+}
+
+static void
+on_park_tick(struct vt_core *c, struct vt_timer *t)
+{
+    struct vt_range_actor *ra = t->arg;
+    RANGE_OWNED(ra);
+    ra->park_armed = false;
+    park_answer(c, ra, passed_or_due);
+}
+
+void
+vt_range_hwm_moved(void *arg)
+{
+    struct vt_range_actor *ra = arg;
+    if (ra->parked_head == NULL)
+        return;
+    RANGE_OWNED(ra);
+    park_answer(vt_core_self(), ra, passed);
+}
+
+/* A wait at the HWM: parked until records come or max_wait_ms passes.
+ * Answered at once when the range, or this core for remote callers (each
+ * holds a call slot of its core's ring), has as many parked as it may. */
+static void
+park(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r, uint64_t hwm)
+{
+    struct vt_broker_core *bc = bcore(ra, c);
+    if (ra->n_parked >= VT_RANGE_MAX_PARKED ||
+        (r->remote && bc->parked_remote >= ra->b->cfg->runtime.ring_slots / 8)) {
+        r->hwm = hwm;
+        range_finish(c, r);
+        return;
+    }
+    r->park_deadline_ms = vt_clock_mono_ms() + r->max_wait_ms;
+    r->park_next = NULL;
+    if (ra->parked_tail != NULL)
+        ra->parked_tail->park_next = r;
+    else
+        ra->parked_head = r;
+    ra->parked_tail = r;
+    ra->n_parked++;
+    bc->parked++;
+    if (r->remote)
+        bc->parked_remote++;
+    vt_metric_set(vt_broker_shard(ra->b, c), ra->b->m.fetch_parked, (int64_t)bc->parked);
+    if (!ra->park_armed || r->park_deadline_ms < ra->park_due_ms)
+        park_rearm(c, ra);
+}
+
 static void
 range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
 {
@@ -369,12 +514,18 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
                    (unsigned long long)r->fencing_epoch, (unsigned long long)range_epoch(ra));
         return;
     }
-    /* single node: the HWM is the durable offset; replicated: the quorum's */
-    r->hwm = ra->repl ? vt_repl_range_hwm(ra->repl) : vt_rlog_committed(ra->log);
+    r->hwm = range_hwm(ra);
     if (r->fetch_start < atomic_load_explicit(&ra->start_g, memory_order_relaxed)) {
         range_fail(c, r, VT_E_WRONG_RANGE, "offset %llu is below the range's retained start %llu",
                    (unsigned long long)r->fetch_start,
                    (unsigned long long)atomic_load(&ra->start_g));
+        return;
+    }
+    if (r->wait_phase) {
+        if (r->fetch_start >= r->hwm)
+            park(c, ra, r, r->hwm);
+        else
+            range_finish(c, r); /* records are there: the session fetches them */
         return;
     }
     if (r->fetch_start >= r->hwm) {
@@ -519,6 +670,9 @@ vt_range_actor_stop(struct vt_range_actor *ra)
         vt_timer_cancel(vt_core_self(), &ra->retain_tick);
     ra->open_waiting = false;
     ra->stopped = true;
+    /* parked fetch waits are answered now (the HWM as it is): their
+     * sessions' fetches then find the range gone or closing */
+    park_answer(vt_core_self(), ra, NULL);
 }
 
 /* ---- opening ---------------------------------------------------------------- */

@@ -51,6 +51,13 @@ struct vt_breq {
     uint32_t fetch_room;      /* the largest batch bytes the session's frame holds: a
                                * first batch above max_bytes but within this is still
                                * served, whole (at least one batch per fetch) */
+    /* long-poll (max_wait_ms > 0): first a wait, with no buffer and no
+     * budget charged, answered when the HWM passes fetch_start or the wait
+     * ends (r->hwm says which); then the session sends the fetch itself */
+    uint32_t max_wait_ms;
+    bool wait_phase;
+    uint64_t park_deadline_ms;
+    struct vt_breq *park_next; /* in the range's parked list */
     /* answer */
     uint16_t err_code;        /* 0 = success */
     char err_msg[240];
@@ -106,12 +113,26 @@ struct vt_range_actor {
     _Atomic int state_g;
     struct vt_repl_pub pub;
     struct vt_range_stats stats;
+    /* fetch waits parked at the HWM (long-poll), in arrival order, at most
+     * VT_RANGE_MAX_PARKED; one timer for the earliest deadline */
+    struct vt_breq *parked_head, *parked_tail;
+    uint32_t n_parked;
+    struct vt_timer park_tick;
+    bool park_armed;
+    uint64_t park_due_ms; /* when it fires */
     /* the native address of the leader the lease watcher last named ("" unknown);
      * owner: this core (the cluster actor sends it) */
     char leader_addr[VT_PROTO_HINT_ADDR_MAX + 1];
 };
 
 enum vt_range_state { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2, RA_CLOSING = 3 };
+
+/* Fetch waits parked on one range at once; more are answered at once. */
+#define VT_RANGE_MAX_PARKED 1024u
+
+/* On the owning core: the range's HWM may have risen; answers the parked
+ * fetch waits it passed. */
+void vt_range_hwm_moved(void *ra);
 
 /* `br` filled by the caller. NULL when out of memory. Any thread (the
  * actor is not yet shared). */

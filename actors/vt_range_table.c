@@ -260,7 +260,8 @@ repl_config(struct vt_broker *b, struct vt_range_actor *ra, struct vt_repl_range
     *c = (struct vt_repl_range_config){.ident = br->ident, .core = br->core,
                                        .fencing_epoch = br->fencing_epoch,
                                        .replicated = br->replicated, .leader = br->leader,
-                                       .pub = &ra->pub};
+                                       .pub = &ra->pub, .hwm_moved = vt_range_hwm_moved,
+                                       .hwm_arg = ra};
     memcpy(c->leader_uuid, br->leader_uuid, 16);
     for (uint32_t k = 0; br->replicated && k < br->n_replicas; k++)
         if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) != 0)

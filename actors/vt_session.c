@@ -16,6 +16,7 @@
 #include "vt_metrics.h"
 #include "vt_cluster.h"
 #include "vt_locate.h"
+#include "vt_node_status.h"
 #include "vt_range.h"
 
 static void session_complete(struct vt_core *core, struct vt_breq *r);
@@ -307,6 +308,18 @@ handle_produce(struct vt_session *s, const struct vt_frame *f)
     vt_range_submit(s->b, s->core, r);
 }
 
+static void fetch_submit(struct vt_session *s, struct vt_breq *r);
+static void fetch_waited(struct vt_core *core, struct vt_breq *r);
+
+/* Answers `r` (already queued, not yet sent anywhere) with an error. */
+static void
+breq_refuse(struct vt_session *s, struct vt_breq *r, uint16_t code, const char *why)
+{
+    snprintf(r->err_msg, sizeof(r->err_msg), "%s", why);
+    r->err_code = code;
+    session_complete(s->core, r);
+}
+
 static void
 handle_fetch(struct vt_session *s, const struct vt_frame *f)
 {
@@ -328,8 +341,36 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
                      s->neg.max_records);
         return;
     }
+    struct vt_breq *r = breq_new(s, id, VT_K_FETCH);
+    if (r == NULL) {
+        close_conn(s, "out of memory");
+        return;
+    }
+    r->range = m.range;
+    r->fencing_epoch = m.fencing_epoch;
+    r->fetch_start = m.start;
+    r->max_bytes = m.max_bytes;
+    r->max_records = m.max_records;
+    r->max_wait_ms = m.max_wait_ms;
+    if (m.max_wait_ms > 0) {
+        /* long-poll: wait at the range for records first, holding no buffer
+         * and no budget; fetch_waited sends the fetch itself */
+        r->wait_phase = true;
+        r->on_done = fetch_waited;
+        vt_range_submit(s->b, s->core, r);
+        return;
+    }
+    fetch_submit(s, r);
+}
+
+/* Sizes, charges and sends the fetch of `r` (its fields as decoded). A cap
+ * the session cannot grant answers Overloaded. */
+static void
+fetch_submit(struct vt_session *s, struct vt_breq *r)
+{
+    const char *why = NULL;
     uint64_t room = s->neg.max_frame - VT_FRAME_HEADER_BYTES - FETCH_HEADROOM;
-    uint64_t cap = m.max_bytes;
+    uint64_t cap = r->max_bytes;
     if (cap > room)
         cap = room;
     /* A fetch is charged its whole cap: a cap above a budget could never
@@ -342,131 +383,64 @@ handle_fetch(struct vt_session *s, const struct vt_frame *f)
         cap = s->credit;
     if (cap == 0) {
         vt_metric_add(shard(s), s->b->m.overloaded[3], 1);
-        answer_error(s, id, VT_K_FETCH, VT_E_OVERLOADED, "fetch window exhausted: send a "
-                     "WindowUpdate");
+        breq_refuse(s, r, VT_E_OVERLOADED, "fetch window exhausted: send a WindowUpdate");
         return;
     }
     if (budget_check(s, cap, &why) != 0) {
-        answer_error(s, id, VT_K_FETCH, VT_E_OVERLOADED, "%s", why);
+        breq_refuse(s, r, VT_E_OVERLOADED, why);
         return;
     }
-    struct vt_breq *r = breq_new(s, id, VT_K_FETCH);
     uint8_t *buf = malloc(FETCH_HEADROOM + cap);
-    if (r == NULL || buf == NULL) {
-        free(buf);
-        close_conn(s, "out of memory");
+    if (buf == NULL) {
+        breq_refuse(s, r, VT_E_OVERLOADED, "out of memory for the fetch buffer");
         return;
     }
     r->buf = buf;
-    r->range = m.range;
-    r->fencing_epoch = m.fencing_epoch;
-    r->fetch_start = m.start;
     r->max_bytes = (uint32_t)cap;
     r->fetch_room = (uint32_t)room;
-    r->max_records = m.max_records;
     charge(s, r, (uint32_t)cap);
     r->fetch_dst = buf + FETCH_HEADROOM; /* room for the response fields in front */
     vt_range_submit(s->b, s->core, r);
 }
 
-/* Racy reads of what the range's core published about its replicas. */
+/* The long-poll wait of a fetch ended: records came (the HWM passed its
+ * start), or the wait is over and the answer is empty. */
 static void
-fill_replicas(struct vt_range_actor *ra, struct vt_range_status *st)
+fetch_waited(struct vt_core *core, struct vt_breq *r)
 {
-    const struct vt_broker_range *br = &ra->br;
-    st->role = !br->replicated ? VT_RS_ROLE_SINGLE
-               : br->leader    ? VT_RS_ROLE_LEADER
-                               : VT_RS_ROLE_FOLLOWER;
-    if (!br->replicated)
-        return;
-    if (!br->leader) {
-        st->n_replicas = br->has_leader ? 1 : 0;
-        memcpy(st->replicas[0].node, br->leader_uuid, 16);
+    struct vt_session *s = r->owner;
+    VT_ASSERT(s->core == core && vt_core_self() == core);
+    r->wait_phase = false;
+    r->on_done = session_complete;
+    if (r->err_code != 0 || s->conn_gone) {
+        session_complete(core, r);
         return;
     }
-    st->n_replicas = (uint8_t)br->n_followers;
-    for (uint32_t f = 0; f < br->n_followers; f++) {
-        struct vt_replica_status *x = &st->replicas[f];
-        const struct vt_repl_follower_pub *p = &ra->pub.followers[f];
-        memcpy(x->node, br->follower_uuid[f], 16);
-        x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
-        x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
-        x->durable = atomic_load_explicit(&p->durable, memory_order_relaxed);
-        x->send_next = atomic_load_explicit(&p->send_next, memory_order_relaxed);
-        x->lag = atomic_load_explicit(&p->lag, memory_order_relaxed);
-        x->inflight_requests =
-            (uint32_t)atomic_load_explicit(&p->inflight_requests, memory_order_relaxed);
-        x->inflight_bytes = atomic_load_explicit(&p->inflight_bytes, memory_order_relaxed);
-        x->resyncs = atomic_load_explicit(&p->resyncs, memory_order_relaxed);
-        x->fences = atomic_load_explicit(&p->fences, memory_order_relaxed);
-        x->truncated = atomic_load_explicit(&p->truncated, memory_order_relaxed);
+    if (r->hwm > r->fetch_start) {
+        fetch_submit(s, r);
+        return;
     }
+    r->buf = malloc(FETCH_HEADROOM);
+    if (r->buf == NULL) {
+        breq_refuse(s, r, VT_E_OVERLOADED, "out of memory for the fetch answer");
+        return;
+    }
+    r->fetch_dst = r->buf + FETCH_HEADROOM;
+    r->next_offset = r->fetch_start;
+    r->len = 0;
+    session_complete(core, r);
 }
 
-static void
-fill_status(struct vt_range_actor *ra, struct vt_range_status *st)
-{
-    st->range = ra->br.ident;
-    st->fencing_epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
-    st->start_offset = atomic_load_explicit(&ra->start_g, memory_order_relaxed);
-    st->next_offset = atomic_load_explicit(&ra->pub.next, memory_order_relaxed);
-    st->committed = atomic_load_explicit(&ra->pub.committed, memory_order_relaxed);
-    st->hwm = ra->br.replicated ? atomic_load_explicit(&ra->pub.hwm, memory_order_relaxed)
-                                : st->committed;
-    int state = atomic_load_explicit(&ra->state_g, memory_order_relaxed);
-    st->state = (uint8_t)(state == RA_CLOSING ? RA_FAILED : state); /* the wire has 0..2 */
-    fill_replicas(ra, st);
-}
-
-/* Every core's published range list, held for the answer's encoding
- * (vt_broker_snap_acquire: the lists and the actors they name stay valid);
- * at most VT_PROTO_STATUS_MAX_RANGES ranges are reported. */
+/* Every core's ranges as they published them (vt_node_status.c). */
 static void
 handle_node_status(struct vt_session *s, const struct vt_frame *f)
 {
     SESSION_OWNED(s);
     struct vt_breq *r = breq_new(s, f->request_id, VT_K_NODE_STATUS);
-    if (r == NULL) {
+    if (r == NULL || vt_node_status_encode(s->b, &r->buf, &r->len) != 0) {
         close_conn(s, "out of memory");
         return;
     }
-    struct vt_broker *b = s->b;
-    unsigned cores = vt_runtime_cores(b->rt);
-    const struct vt_range_snap **snaps = calloc(cores, sizeof(*snaps));
-    if (snaps == NULL) {
-        close_conn(s, "out of memory");
-        return;
-    }
-    uint32_t n = 0;
-    for (unsigned c = 0; c < cores; c++) {
-        snaps[c] = vt_broker_snap_acquire(b, c);
-        n += snaps[c]->n;
-    }
-    if (n > VT_PROTO_STATUS_MAX_RANGES)
-        n = VT_PROTO_STATUS_MAX_RANGES;
-    size_t cap = 128 + (size_t)n * 960;
-    r->buf = malloc(cap);
-    struct vt_range_status *st = calloc(n ? n : 1, sizeof(*st));
-    uint32_t k = 0;
-    for (unsigned c = 0; st != NULL && c < cores; c++)
-        for (uint32_t i = 0; i < snaps[c]->n && k < n; i++)
-            fill_status(snaps[c]->ranges[i], &st[k++]);
-    for (unsigned c = 0; c < cores; c++)
-        vt_broker_snap_release(b, c);
-    free(snaps);
-    if (r->buf == NULL || st == NULL) {
-        free(st);
-        close_conn(s, "out of memory");
-        return;
-    }
-    struct vt_node_status_resp m = {.n_ranges = k, .ranges = st};
-    snprintf(m.node_id, sizeof(m.node_id), "%s", b->node_uuid);
-    struct vt_wr w;
-    vt_wr_init(&w, r->buf, cap);
-    vt_proto_encode_node_status_resp(&w, &m);
-    VT_ASSERT(vt_wr_ok(&w));
-    r->len = (uint32_t)w.len;
-    free(st);
     session_complete(s->core, r);
 }
 

@@ -38,7 +38,8 @@ usage(FILE *f)
 {
     fprintf(f, "usage: vtop-node --config FILE\n"
                "       vtop-node --check-config FILE\n"
-               "       vtop-node --version | --help\n"
+               "       vtop-node version | --version [--format text|json] [--json]\n"
+               "       vtop-node --help\n"
                "Runs a vtop node from a YAML config (see docs/OPERATIONS.md).\n"
                "With a `native:` block the node serves the native protocol (docs/PROTOCOL.md)\n"
                "for the ranges it hosts.\n"
@@ -259,10 +260,8 @@ main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc == 2 && !strcmp(argv[1], "--version")) {
-        printf("vtop-node %s (build %s, %s)\n", vt_build_version(), vt_build_id(), vt_build_type());
-        return 0;
-    }
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")))
+        return vt_build_version_main("vtop-node", argc - 1, argv + 1);
     if (argc != 3 || (strcmp(argv[1], "--config") && strcmp(argv[1], "--check-config"))) {
         usage(stderr);
         return 2;

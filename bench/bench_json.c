@@ -2,6 +2,7 @@
 #include "bench_json.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "vt_assert.h"
 
@@ -82,3 +83,19 @@ vt_bj_bool(struct vt_bj *j, const char *key, bool v)
     fputs(v ? "true" : "false", j->f);
 }
 
+
+int
+vt_bench_format_arg(const char *prog, int argc, char **argv, int *i, bool *json_only)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: --format needs a value (text or json)\n", prog);
+        return 2;
+    }
+    const char *v = argv[++*i];
+    if (strcmp(v, "json") == 0 || strcmp(v, "text") == 0) {
+        *json_only = v[0] == 'j';
+        return 0;
+    }
+    fprintf(stderr, "%s: --format: '%s' is not text or json\n", prog, v);
+    return 2;
+}

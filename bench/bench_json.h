@@ -24,4 +24,10 @@ void vt_bj_u64(struct vt_bj *j, const char *key, uint64_t v);
 void vt_bj_str(struct vt_bj *j, const char *key, const char *v);
 void vt_bj_bool(struct vt_bj *j, const char *key, bool v);
 
+/* The `--format text|json` of every subcommand (`--json` is its alias):
+ * json prints only the final JSON object, text (the default) the progress
+ * lines and the summary. argv[*i] is "--format": takes its value, sets
+ * *json_only and returns 0, or prints "PROG: --format ..." and returns 2. */
+int vt_bench_format_arg(const char *prog, int argc, char **argv, int *i, bool *json_only);
+
 #endif

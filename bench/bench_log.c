@@ -588,7 +588,8 @@ log_usage(FILE *f)
             "                     200MiB; 8 MiB more are appended uncommitted)\n"
             "  --cases LIST       run only these cases (e.g. segset, for perf); names as\n"
             "                     above, or none (only the recovery figure; default: all)\n"
-            "  --json             print only the final JSON object\n"
+            "  --format F          json: print only the final JSON object; text\n"
+            "                      (default): progress and the summary; --json = json\n"
             "Sizes take K/KiB, M/MiB, G/GiB (binary). Progress lines and a JSON summary go\n"
             "to stdout. Exit 0 when everything ran (missed targets are reported, not\n"
             "failures), 1 on an error, 2 on usage.\n",
@@ -760,6 +761,9 @@ parse_args(int argc, char **argv, struct vt_bench_log_opts *o)
             return 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json_only = true;
+        } else if (strcmp(a, "--format") == 0) {
+            if (vt_bench_format_arg("vtop-bench log", argc, argv, &i, &o->json_only) != 0)
+                return 2;
         } else if (is_valued) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "vtop-bench log: %s needs a value\n", a);

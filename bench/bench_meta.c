@@ -30,20 +30,22 @@ static void
 meta_usage(FILE *f)
 {
     fprintf(f,
-            "usage: vtop-bench meta --admin ADMIN.yaml [options]\n"
+            "usage: vtop-bench meta --config ADMIN.yaml [options]\n"
             "Committed metadata proposals/s and commit latency against a running meta\n"
             "group, over the admin RPC (mutual TLS; the admin.yaml of `vtopctl meta`).\n"
             "Each proposal is a RegisterNode: every in-flight slot owns one node UUID and\n"
             "re-registers it with a compare-and-set on its generation, with a fresh\n"
             "request id and issued_at_ms each time. Committed = a ProposeResp (the\n"
             "committed index) with an Ack. NotLeader answers are followed to the leader.\n"
-            "  --admin FILE       admin.yaml (endpoints, tls; the certificate must be an\n"
-            "                     operator's when the group lists meta.operators)\n"
+            "  --config FILE      admin.yaml (endpoints, tls; the certificate must be an\n"
+            "                     operator's when the group lists meta.operators);\n"
+            "                     --admin FILE is a deprecated alias\n"
             "  --connections C    admin connections to the leader (default 64, max %u)\n"
             "  --inflight K       proposals in flight per connection (default 1, max %u)\n"
             "  --seconds S        measured window (default 10)\n"
             "  --warmup W         seconds before the window (default 2; excluded)\n"
-            "  --json             print only the final JSON object\n"
+            "  --format F          json: print only the final JSON object; text\n"
+            "                      (default): progress and the summary; --json = json\n"
             "Latency runs from the first send of a command to its committed answer\n"
             "(resends after NotLeader, Unavailable or a lost connection keep the request\n"
             "id and the start time), for commands first sent inside the window.\n"
@@ -84,6 +86,11 @@ parse_args(int argc, char **argv, struct vt_bm_run *run)
             run->json = true;
             continue;
         }
+        if (strcmp(a, "--format") == 0) {
+            if (vt_bench_format_arg("vtop-bench meta", argc, argv, &i, &run->json) != 0)
+                return 2;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "vtop-bench meta: %s needs a value (or is unknown)\n", a);
             return 2;
@@ -92,6 +99,8 @@ parse_args(int argc, char **argv, struct vt_bm_run *run)
         double x = 0;
         int rc = 0;
         if (strcmp(a, "--admin") == 0)
+            fprintf(stderr, "vtop-bench meta: --admin is deprecated, use --config\n");
+        if (strcmp(a, "--config") == 0 || strcmp(a, "--admin") == 0)
             run->config_path = v;
         else if (strcmp(a, "--connections") == 0 &&
                  (rc = parse_num(a, v, 1, VT_BM_MAX_CONNS, &x)) == 0)
@@ -111,7 +120,7 @@ parse_args(int argc, char **argv, struct vt_bm_run *run)
             return rc;
     }
     if (run->config_path == NULL) {
-        fprintf(stderr, "vtop-bench meta: --admin is required\n");
+        fprintf(stderr, "vtop-bench meta: --config ADMIN.yaml is required\n");
         return 2;
     }
     return 0;

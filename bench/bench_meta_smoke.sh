@@ -105,7 +105,7 @@ done
 [ "$voters" = 3 ] || fail "the group never had 3 voters"
 
 # (1) a clean run
-"$bench" meta --admin "$work/admin.yaml" --connections 4 --inflight 4 --seconds 1 \
+"$bench" meta --config "$work/admin.yaml" --connections 4 --inflight 4 --seconds 1 \
     --warmup 0.2 --json >"$work/bench1.out" 2>"$work/bench1.err" || fail "run 1 exited $?"
 jq -e '.bench == "meta" and .committed_in_window > 0 and .errors.total == 0' \
     "$work/bench1.out" >/dev/null || fail "run 1: bad summary"
@@ -113,7 +113,7 @@ echo "run 1: $(jq -c '{proposals_per_s, p99_us, leader_id}' "$work/bench1.out")"
 
 # (2) a leader transfer in the middle of a run
 leader=$(jq -r .leader_id "$work/bench1.out")
-"$bench" meta --admin "$work/admin.yaml" --connections 4 --inflight 4 --seconds 3 \
+"$bench" meta --config "$work/admin.yaml" --connections 4 --inflight 4 --seconds 3 \
     --warmup 0 --json >"$work/bench2.out" 2>"$work/bench2.err" &
 bpid=$!
 sleep 1

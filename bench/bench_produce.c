@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_json.h"
 #include "bench_produce.h"
 #include "vt_batch.h"
 #include "vt_client.h"
@@ -63,7 +64,8 @@ produce_usage(FILE *f)
                "  --producer-epoch E|config  producer epoch (default: unix time in ms, so\n"
                "                        every run opens a new epoch at sequence 0)\n"
                "  --node-pid PID        report the node process's CPU time over the window\n"
-               "  --json                print only the final JSON object\n"
+               "  --format F             json: print only the final JSON object; text\n"
+            "                         (default): progress and the summary; --json = json\n"
                "  --plot FILE.svg       also write an SVG picture of the run: latency by\n"
                "                        percentile (p50 to p99.99, log scale) over the window,\n"
                "                        and records/s and p99 for each second of the run\n"
@@ -338,6 +340,9 @@ parse_args(int argc, char **argv, struct vt_bp_opts *o)
             return 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json_only = true;
+        } else if (strcmp(a, "--format") == 0) {
+            if (vt_bench_format_arg("vtop-bench produce", argc, argv, &i, &o->json_only) != 0)
+                return 2;
         } else if (strcmp(a, "--pin") == 0) {
             o->pin = true;
         } else if (takes_value(a)) {

@@ -14,6 +14,7 @@
 
 #include <openssl/aead.h>
 
+#include "bench_json.h"
 #include "bench_runtime.h"
 #include "vt_clock.h"
 #include "vt_crc32c.h"
@@ -428,7 +429,8 @@ runtime_usage(FILE *f)
                "                without it the TLS section is skipped\n"
                "  --only LIST   comma-separated sections to run: msgs,latency,crc,aes,tls\n"
                "                (default: all); e.g. for profiling one of them with perf\n"
-               "  --json        print only the final JSON object\n"
+               "  --format F     json: print only the final JSON object; text\n"
+            "                 (default): progress and the summary; --json = json\n"
                "Progress lines and a JSON summary go to stdout. Exit 0 when every section\n"
                "ran (targets missed are reported, not failures), 1 on an error, 2 on usage.\n");
 }
@@ -503,6 +505,9 @@ parse_args(int argc, char **argv, struct vt_bench_opts *o)
             return 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json_only = true;
+        } else if (strcmp(a, "--format") == 0) {
+            if (vt_bench_format_arg("vtop-bench runtime", argc, argv, &i, &o->json_only) != 0)
+                return 2;
         } else if (strcmp(a, "--seconds") == 0 || strcmp(a, "--certs") == 0 ||
                    strcmp(a, "--only") == 0) {
             if (i + 1 >= argc) {

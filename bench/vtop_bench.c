@@ -1,6 +1,7 @@
 /* vtop-bench: benchmark driver. Dispatches to one subcommand per benchmark
  * family; every subcommand takes --help. Exit codes: 0 ran, 1 a benchmark
- * failed to run, 2 usage. */
+ * failed to run, 2 usage. `version` / `--version` print the build
+ * (runtime/vt_build.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "bench_meta.h"
 #include "bench_produce.h"
 #include "bench_runtime.h"
+#include "vt_build.h"
 
 struct subcommand {
     const char *name;
@@ -32,6 +34,7 @@ usage(FILE *f)
 {
     fprintf(f, "usage: vtop-bench SUBCOMMAND [ARGS...]\n"
                "       vtop-bench SUBCOMMAND --help\n"
+               "       vtop-bench version | --version [--format text|json] [--json]\n"
                "Subcommands:\n");
     for (size_t i = 0; i < VT_ARRAY_LEN(subcommands); i++)
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
@@ -51,6 +54,8 @@ main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+        return vt_build_version_main("vtop-bench", argc - 1, argv + 1);
     /* A peer that goes away must surface as EPIPE, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
     for (size_t i = 0; i < VT_ARRAY_LEN(subcommands); i++)

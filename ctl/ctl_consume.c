@@ -25,18 +25,16 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
-#include "vt_batch.h"
-#include "vt_client.h"
-#include "vt_client_dial.h"
+#include "ctl_progress.h"
 #include "vt_clock.h"
-#include "vt_codec.h"
+#include "vtop/vtop.h"
+#include "vtop_ctl.h"
 
 #define CONSUME_HELP (-1)
-#define CONSUME_MAX_RETRIES 100u
-#define CONSUME_BACKOFF_FIRST_MS 5u
-/* FetchResponse fields besides the batches: next_offset, hwm, length. */
-#define CONSUME_RESP_FIELDS_BYTES 20u
-#define CONSUME_PROGRESS_MS 250u
+/* How long retryable refusals are waited out without --reconnect-seconds. */
+#define CONSUME_REFUSAL_RETRY_SECONDS 60u
+/* Records printed between two flushes of stdout. */
+#define CONSUME_FLUSH_RECORDS 256u
 
 enum consume_format { FMT_TEXT, FMT_JSON, FMT_RAW };
 enum consume_from { FROM_EARLIEST, FROM_LATEST, FROM_OFFSET };
@@ -45,7 +43,7 @@ static const char consume_usage[] =
     "usage: vtopctl consume --config CLIENT.yaml [--topic NAME [--range-index I]]\n"
     "                       [--from earliest|latest|OFFSET] [--follow] [--max N]\n"
     "                       [--format text|json|raw] [--poll-ms MS]\n"
-    "                       [--reconnect-seconds S]\n"
+    "                       [--reconnect-seconds S] [--brokers H:P,...]\n"
     "\n"
     "Reads the range in CLIENT.yaml (or --topic's) from its leader and prints its\n"
     "records, one per line, up to the committed high-water mark (HWM); records at\n"
@@ -56,6 +54,7 @@ static const char consume_usage[] =
     "  --config PATH          client config (YAML; default: $VTOP_CONFIG, then\n"
     "                         ~/.config/vtop/vtop.yaml)\n"
     CTL_RANGE_USAGE
+    CTL_BROKERS_USAGE
     "  --from WHERE           earliest (the first retained offset, default), latest\n"
     "                         (the HWM when the run starts: only new records), or an\n"
     "                         offset\n"
@@ -68,7 +67,9 @@ static const char consume_usage[] =
     "                         value_base64 (key null when empty); raw: the value\n"
     "                         bytes and a newline\n"
     "  --json                 the same as --format json\n"
-    "  --poll-ms MS           --follow: pause between fetches at the HWM (default 100)\n"
+    "  --poll-ms MS           --follow: at the HWM, the longest one fetch waits at the\n"
+    "                         node for new records (long-poll; default 100, at most\n"
+    "                         30000)\n"
     "  --reconnect-seconds S  when the connection is lost, reach the range's leader\n"
     "                         through `addr` or the config's `nodes` and go on from\n"
     "                         the next offset, for up to S seconds (default 0: exit 3)\n"
@@ -93,17 +94,13 @@ struct consume_opts {
 
 struct consume_run {
     const struct consume_opts *o;
-    struct vt_client_config cfg;
-    struct vt_client_dial dial;
-    struct vt_client *client;
-    struct vt_range_ident range;
-    uint64_t next; /* the next offset to print (where to fetch) */
+    struct vt_client_config cfg; /* until the client takes it over */
+    vtop_client *vc;
+    vtop_consumer *vs;
+    uint64_t next; /* the next offset to print */
     uint64_t hwm;  /* the highest HWM seen */
     uint64_t printed, reconnects;
-    uint32_t retry_streak;
-    uint32_t moves; /* WrongRange answered by moving to the leader, in a row */
-    uint64_t last_progress_ms;
-    bool progress; /* stderr is a terminal and stdout is not */
+    struct ctl_progress progress; /* on: stderr is a terminal and stdout is not */
     char why[1200];
 };
 
@@ -163,28 +160,32 @@ parse_one(int c, struct consume_opts *o)
         return ctl_opt_u64(u, "--max", optarg, 1, UINT64_MAX, &o->max);
     case 'o': return parse_format(optarg, &o->format);
     case 'j': o->format = FMT_JSON; return 0;
-    case 'p': return ctl_opt_u64(u, "--poll-ms", optarg, 1, 60000, &o->poll_ms);
+    case 'p': return ctl_opt_u64(u, "--poll-ms", optarg, 1, 30000, &o->poll_ms);
     case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
     default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
 
+/* --format here also has `raw`, so it is not CTL_FORMAT_OPTIONS. */
+const struct option ctl_consume_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"from", required_argument, NULL, 'F'},
+    {"follow", no_argument, NULL, 'f'},
+    {"max", required_argument, NULL, 'm'},
+    {"format", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},
+    {"poll-ms", required_argument, NULL, 'p'},
+    {"reconnect-seconds", required_argument, NULL, 'R'},
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int
 parse_opts(int argc, char **argv, struct consume_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"from", required_argument, NULL, 'F'},
-        {"follow", no_argument, NULL, 'f'},
-        {"max", required_argument, NULL, 'm'},
-        {"format", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},
-        {"poll-ms", required_argument, NULL, 'p'},
-        {"reconnect-seconds", required_argument, NULL, 'R'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *longopts = ctl_consume_options;
     *o = (struct consume_opts){.poll_ms = 100};
     ctl_opt_reset();
     int c;
@@ -343,7 +344,7 @@ format_ts(int64_t ms, char *out, size_t cap)
 }
 
 static void
-print_record(const struct consume_run *r, uint64_t offset, const struct vt_record *rec)
+print_record(const struct consume_run *r, uint64_t offset, const struct vtop_record *rec)
 {
     switch (r->o->format) {
     case FMT_RAW:
@@ -372,14 +373,10 @@ print_record(const struct consume_run *r, uint64_t offset, const struct vt_recor
 static void
 show_progress(struct consume_run *r, bool last)
 {
-    if (!r->progress || !r->o->have_max)
-        return;
-    uint64_t now = vt_clock_mono_ms();
-    if (!last && now - r->last_progress_ms < CONSUME_PROGRESS_MS)
-        return;
-    r->last_progress_ms = now;
-    fprintf(stderr, "\rconsumed %" PRIu64 "/%" PRIu64 " records (offset %" PRIu64 ")%s",
-            r->printed, r->o->max, r->next, last ? "\n" : "");
+    if (r->o->have_max)
+        ctl_progress_show(&r->progress, last,
+                          "consumed %" PRIu64 "/%" PRIu64 " records (offset %" PRIu64 ")",
+                          r->printed, r->o->max, r->next);
 }
 
 static void
@@ -407,262 +404,110 @@ max_reached(const struct consume_run *r)
     return r->o->have_max && r->printed >= r->o->max;
 }
 
-/* Prints the records of one response from r->next on. 0, or -EBADMSG with
- * r->why (the node broke a rule: nothing further is trusted). */
-static int
-take_response(struct consume_run *r, const struct vt_fetch_resp *resp, bool *full)
-{
-    if (resp->hwm < r->hwm) {
-        snprintf(r->why, sizeof(r->why), "the HWM went back from %" PRIu64 " to %" PRIu64,
-                 r->hwm, resp->hwm);
-        return -EBADMSG;
-    }
-    r->hwm = resp->hwm;
-    uint32_t max_batch = resp->batches_len;
-    size_t pos = 0;
-    while (pos < resp->batches_len) {
-        const uint8_t *b = resp->batches + pos;
-        struct vt_batch_hdr h;
-        const char *why = NULL;
-        if (vt_batch_validate(b, resp->batches_len - pos, max_batch, max_batch, &h, &why) != 0) {
-            snprintf(r->why, sizeof(r->why), "fetch at %" PRIu64 ": batch at byte %zu: %s",
-                     r->next, pos, why ? why : "invalid");
-            return -EBADMSG;
-        }
-        pos += h.batch_len;
-        uint64_t end = h.base_offset + h.record_count;
-        if (end > resp->hwm) {
-            snprintf(r->why, sizeof(r->why), "the node sent offsets up to %" PRIu64 ", at or "
-                     "above its HWM %" PRIu64, end - 1, resp->hwm);
-            return -EBADMSG;
-        }
-        if (end <= r->next)
-            continue; /* wholly before where we are */
-        if (h.base_offset > r->next && pos == h.batch_len && r->printed > 0) {
-            snprintf(r->why, sizeof(r->why), "fetch at %" PRIu64 " began at offset %" PRIu64
-                     ": records are missing", r->next, h.base_offset);
-            return -EBADMSG;
-        }
-        if (h.attributes & VT_BATCH_ATTR_CONTROL) {
-            r->next = end; /* a leader's epoch marker: no user records */
-            continue;
-        }
-        struct vt_batch_iter it;
-        struct vt_record rec;
-        uint64_t off = h.base_offset;
-        vt_batch_iter_init(&it, b);
-        while (vt_batch_iter_next(&it, &rec) == 1) {
-            if (off >= r->next) {
-                print_record(r, off, &rec);
-                r->printed++;
-                r->next = off + 1;
-                if (max_reached(r)) {
-                    *full = true;
-                    return 0;
-                }
-            }
-            off++;
-        }
-    }
-    if (resp->batches_len > 0 && resp->next_offset > r->next)
-        r->next = resp->next_offset;
-    return 0;
-}
-
-/* A retryable refusal (Overloaded, Storage: a range still opening or a new
- * leader not yet verified): back off and return true, up to
- * CONSUME_MAX_RETRIES in a row. */
-static bool
-retryable(struct consume_run *r, int rc)
-{
-    if (rc != -EREMOTEIO || vt_client_broken(r->client) ||
-        !vt_client_server_error(r->client)->retryable || r->retry_streak >= CONSUME_MAX_RETRIES)
-        return false;
-    uint32_t shift = r->retry_streak < 7 ? r->retry_streak : 7;
-    r->retry_streak++;
-    vt_client_sleep_ms((uint64_t)CONSUME_BACKOFF_FIRST_MS << shift, &consume_stop);
-    return true;
-}
-
-/* The range's leader, through any node of the config: after a lost
- * connection, or when the node no longer hosts the range. 0, or an exit
- * code (printed). */
-static int
-reach_leader(struct consume_run *r, const char *what)
-{
-    snprintf(r->why, sizeof(r->why), "%s", what);
-    if (r->o->reconnect_s == 0)
-        return consume_fail(r, CTL_EXIT_INTERRUPTED);
-    vt_client_close(r->client);
-    r->client = NULL;
-    struct vt_range_location loc;
-    char err[600];
-    if (vt_client_dial_leader(&r->dial, &r->cfg, VT_ROLE_CONSUMER, &r->range,
-                        vt_clock_mono_ms() + r->o->reconnect_s * 1000, &r->client, &loc, err,
-                        sizeof(err)) != 0) {
-        snprintf(r->why, sizeof(r->why), "%.500s, and no node led the range within %" PRIu64
-                 " s (last: %.600s)", what, r->o->reconnect_s, err);
-        return consume_fail(r, CTL_EXIT_INTERRUPTED);
-    }
-    r->reconnects++;
-    return 0;
-}
-
+/* Where the run stands, from the consumer (after it is gone: as last seen). */
 static void
-fetch_req(const struct consume_run *r, struct vt_fetch_req *req, uint64_t start)
+note_position(struct consume_run *r)
 {
-    const struct vt_server_hello *s = vt_client_session(r->client);
-    uint64_t room = (uint64_t)s->max_frame - VT_FRAME_HEADER_BYTES - CONSUME_RESP_FIELDS_BYTES;
-    uint64_t bytes = s->window < room ? s->window : room;
-    if (bytes > (1u << 20))
-        bytes = 1u << 20; /* a fetch reserves its whole cap on the node */
-    *req = (struct vt_fetch_req){.range = r->range, .start = start, .max_bytes = (uint32_t)bytes,
-                                 .max_records = s->max_records};
+    if (r->vs == NULL)
+        return;
+    r->next = vtop_consumer_position(r->vs);
+    r->hwm = vtop_consumer_hwm(r->vs);
+    r->reconnects = vtop_consumer_reconnects(r->vs);
 }
 
-/* One fetch with retries and reconnects. 0 with *resp, or an exit code. */
+/* A consumer failure: the connection lost (exit 3) or anything else. */
 static int
-fetch_once(struct consume_run *r, uint64_t start, struct vt_fetch_resp *resp)
+consume_error(struct consume_run *r, int err, const char *msg)
 {
-    for (;;) {
-        if (consume_stop)
-            return -1;
-        struct vt_fetch_req req;
-        fetch_req(r, &req, start);
-        int rc = vt_client_fetch(r->client, &req, resp);
-        if (rc == 0) {
-            r->retry_streak = 0;
-            r->moves = 0;
-            return 0;
-        }
-        if (retryable(r, rc))
-            continue;
-        char what[800];
-        snprintf(what, sizeof(what), "fetch at offset %" PRIu64 ": %s", start,
-                 vt_client_last_error(r->client));
-        /* WrongRange: this node stopped hosting the range (it moved), or
-         * the offset is below what is retained (asking the leader again
-         * gets the same answer: after 3 moves in a row it is final) */
-        bool moved = rc == -EREMOTEIO && !vt_client_broken(r->client) &&
-                     vt_client_server_error(r->client)->code == VT_E_WRONG_RANGE &&
-                     r->moves < 3;
-        if (vt_client_broken(r->client) && rc != -EPROTO && rc != -EREMOTEIO) {
-            rc = reach_leader(r, what);
-            if (rc != 0)
-                return rc;
-            continue;
-        }
-        if (moved && r->o->reconnect_s > 0) {
-            r->moves++;
-            rc = reach_leader(r, what);
-            if (rc != 0)
-                return rc;
-            continue;
-        }
-        snprintf(r->why, sizeof(r->why), "%s", what);
-        return consume_fail(r, CTL_EXIT_FAIL);
-    }
+    snprintf(r->why, sizeof(r->why), "%s", msg);
+    return consume_fail(r, err == VTOP_ERR_UNREACHABLE ? CTL_EXIT_INTERRUPTED : CTL_EXIT_FAIL);
 }
 
-/* Where --from starts: earliest = the first retained offset, latest = the
- * HWM now, both as the leader's NodeStatus reports them. 0, or an exit
- * code. */
+/* stdout after some records: 0 to go on, 1 when the reader went away (done),
+ * or an exit code. */
 static int
-resolve_start(struct consume_run *r)
+check_stdout(struct consume_run *r, bool flush)
 {
-    if (r->o->from == FROM_OFFSET) {
-        r->next = r->o->from_offset;
+    if ((!flush || fflush(stdout) == 0) && !ferror(stdout))
         return 0;
-    }
-    struct vt_range_status *ranges = calloc(VT_PROTO_STATUS_MAX_RANGES, sizeof(*ranges));
-    if (ranges == NULL) {
-        snprintf(r->why, sizeof(r->why), "out of memory");
-        return consume_fail(r, CTL_EXIT_FAIL);
-    }
-    struct vt_node_status_resp st = {.ranges = ranges};
-    int rc = vt_client_node_status(r->client, &st);
-    bool found = false;
-    for (uint32_t i = 0; rc == 0 && i < st.n_ranges && !found; i++) {
-        if (!vt_range_ident_equal(&ranges[i].range, &r->range))
-            continue;
-        found = true;
-        r->next = r->o->from == FROM_LATEST ? ranges[i].hwm : ranges[i].start_offset;
-        if (r->o->from == FROM_LATEST)
-            r->hwm = ranges[i].hwm;
-    }
-    free(ranges);
-    if (rc != 0)
-        snprintf(r->why, sizeof(r->why), "node status: %s", vt_client_last_error(r->client));
-    else if (!found)
-        snprintf(r->why, sizeof(r->why), "--from %s: node %s, which leads the range of topic "
-                 "%s, does not list it in its status", r->o->from == FROM_LATEST ? "latest"
-                 : "earliest", vt_client_session(r->client)->node_id, r->range.topic);
-    return rc != 0 || !found ? consume_fail(r, CTL_EXIT_FAIL) : 0;
+    if (errno == EPIPE)
+        return 1;
+    snprintf(r->why, sizeof(r->why), "writing stdout: %s", strerror(errno));
+    return consume_fail(r, CTL_EXIT_FAIL);
 }
 
+/* Prints records until caught up (or, with --follow, until --max or a
+ * signal). The consumer (libvtop) keeps the position, validates every
+ * batch and follows the leader. */
 static int
 consume_loop(struct consume_run *r)
 {
-    int rc = resolve_start(r);
-    if (rc != 0)
-        return rc;
+    uint32_t unflushed = 0;
     for (;;) {
-        struct vt_fetch_resp resp;
-        rc = fetch_once(r, r->next, &resp);
+        if (consume_stop)
+            break;
+        struct vtop_record rec;
+        int rc = vtop_consumer_next(r->vs, &rec, r->o->follow ? (int)r->o->poll_ms : 0);
+        note_position(r);
         if (rc < 0)
-            break; /* a signal */
+            return consume_error(r, rc, vtop_consumer_error(r->vs));
+        if (rc == 1) {
+            print_record(r, rec.offset, &rec);
+            r->printed++;
+            rc = check_stdout(r, ++unflushed >= CONSUME_FLUSH_RECORDS);
+            if (unflushed >= CONSUME_FLUSH_RECORDS)
+                unflushed = 0;
+            if (rc == 1)
+                break;
+            if (rc != 0)
+                return rc;
+            show_progress(r, false);
+            if (max_reached(r))
+                break;
+            continue;
+        }
+        unflushed = 0;
+        rc = check_stdout(r, true);
+        if (rc == 1)
+            break;
         if (rc != 0)
             return rc;
-        bool full = false;
-        if (take_response(r, &resp, &full) != 0)
-            return consume_fail(r, CTL_EXIT_FAIL);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            if (errno == EPIPE)
-                break; /* the reader went away: done */
-            snprintf(r->why, sizeof(r->why), "writing stdout: %s", strerror(errno));
-            return consume_fail(r, CTL_EXIT_FAIL);
-        }
         show_progress(r, false);
-        if (full || consume_stop)
-            break;
-        if (r->next >= r->hwm) {
-            if (!r->o->follow)
-                break;
-            vt_client_sleep_ms(r->o->poll_ms, &consume_stop);
-        }
+        if (!r->o->follow)
+            break; /* caught up with the HWM */
     }
+    check_stdout(r, true); /* a closed pipe at the end is no failure */
     print_done(r);
     return CTL_EXIT_OK;
 }
 
-/* Connects to the config's node, resolves the range there, and moves to
- * its leader when that is another node. 0 or an exit code. */
+/* Connects through the config's node, resolves its range there, and opens
+ * a consumer at the range's leader from --from. 0 or an exit code. */
 static int
 consume_connect(struct consume_run *r)
 {
-    char err[600];
-    r->dial.cfg = r->cfg;
-    if (vt_client_connect(&r->dial.cfg, VT_ROLE_CONSUMER, &r->client, err, sizeof(err)) != 0) {
-        snprintf(r->why, sizeof(r->why), "%s", err);
-        return consume_fail(r, CTL_EXIT_FAIL);
-    }
-    struct vt_range_location loc;
-    if (vt_client_range_resolve(r->client, &r->cfg, &r->range, &loc) != 0) {
-        snprintf(r->why, sizeof(r->why), "%s", vt_client_last_error(r->client));
-        return consume_fail(r, CTL_EXIT_FAIL);
-    }
-    char here[300], name[37];
-    snprintf(here, sizeof(here), "%s:%u", r->dial.cfg.addr.host, r->dial.cfg.addr.port);
-    if (!loc.has_leader || loc.leader_addr[0] == '\0' || strcmp(here, loc.leader_addr) == 0)
-        return 0;
-    vt_client_close(r->client);
-    r->client = NULL;
-    vt_uuid_format(loc.leader, name);
-    if (vt_client_dial_addr(&r->dial, &r->cfg, loc.leader_addr, name, VT_ROLE_CONSUMER, &r->client, err,
-                      sizeof(err)) != 0) {
-        snprintf(r->why, sizeof(r->why), "the range's leader at %s: %s", loc.leader_addr, err);
-        return consume_fail(r, CTL_EXIT_FAIL);
-    }
+    char err[1200];
+    int rc = vtop_client_adopt(&r->cfg, &r->vc, err, sizeof(err));
+    if (rc != VTOP_OK)
+        return consume_error(r, VTOP_ERR_REFUSED, err); /* exit 1, as any failed connect */
+    struct vt_range_ident range;
+    rc = vtop_client_config_range(r->vc, &range);
+    if (rc != VTOP_OK)
+        return consume_error(r, VTOP_ERR_REFUSED, vtop_client_error(r->vc));
+    struct vtop_consumer_config sc;
+    vtop_consumer_config_init(&sc);
+    sc.poll_ms = (uint32_t)r->o->poll_ms;
+    /* retryable refusals (a range still opening, a leader not yet verified)
+     * are waited out either way; a lost connection only with the option */
+    sc.retry_seconds = r->o->reconnect_s > 0 ? (uint32_t)r->o->reconnect_s
+                                             : CONSUME_REFUSAL_RETRY_SECONDS;
+    int64_t from = r->o->from == FROM_EARLIEST ? VTOP_OFFSET_EARLIEST
+                   : r->o->from == FROM_LATEST ? VTOP_OFFSET_LATEST
+                                               : (int64_t)r->o->from_offset;
+    rc = vtop__consumer_open(r->vc, &range, from, &sc, r->o->reconnect_s > 0, &r->vs);
+    if (rc != VTOP_OK)
+        return consume_error(r, rc, vtop_client_error(r->vc));
+    note_position(r);
     return 0;
 }
 
@@ -675,7 +520,7 @@ ctl_consume_main(int argc, char **argv)
         return CTL_EXIT_OK;
     if (rc != 0)
         return rc;
-    struct consume_run r = {.o = &o, .progress = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO)};
+    struct consume_run r = {.o = &o, .progress = {.on = ctl_progress_wanted(true)}};
     rc = ctl_client_config_load_range(o.config, &o.range, consume_usage, &r.cfg);
     if (rc != 0)
         return rc;
@@ -686,7 +531,8 @@ ctl_consume_main(int argc, char **argv)
     rc = consume_connect(&r);
     if (rc == 0)
         rc = consume_loop(&r);
-    vt_client_close(r.client);
+    vtop_consumer_free(r.vs);
+    vtop_client_free(r.vc); /* it owns the config */
     vt_client_config_free(&r.cfg);
     return rc;
 }

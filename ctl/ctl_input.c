@@ -84,6 +84,9 @@ has_room(const struct ctl_input *in)
     return in->q_len < in->q_cap && in->held_bytes < in->o.max_bytes;
 }
 
+static int hold(struct ctl_input *in, const uint8_t *key, size_t key_len, const uint8_t *value,
+                size_t value_len, void *tag, void (*fn)(void));
+
 /* Holds one record made of `text` (a value, or a line to split). */
 static int
 add_record(struct ctl_input *in, const uint8_t *text, size_t len)
@@ -106,6 +109,13 @@ add_record(struct ctl_input *in, const uint8_t *text, size_t len)
         key = (const uint8_t *)in->o.key;
         key_len = strlen(in->o.key);
     }
+    return hold(in, key, key_len, value, value_len, NULL, NULL);
+}
+
+static int
+hold(struct ctl_input *in, const uint8_t *key, size_t key_len, const uint8_t *value,
+     size_t value_len, void *tag, void (*fn)(void))
+{
     if (key_len + value_len > in->o.max_record_bytes) {
         snprintf(in->why, sizeof(in->why), "%s, record %" PRIu64 ": %zu bytes of key and value "
                  "exceed the %" PRIu32 "-byte record limit", in->name, in->line,
@@ -127,10 +137,40 @@ add_record(struct ctl_input *in, const uint8_t *text, size_t len)
     in->last_ts = now;
     struct ctl_input_rec *r = &in->q[(in->q_head + in->q_len) % in->q_cap];
     *r = (struct ctl_input_rec){.ts_ms = now, .data = data, .key_len = (uint32_t)key_len,
-                                .value_len = (uint32_t)value_len};
+                                .value_len = (uint32_t)value_len, .tag = tag, .fn = fn};
     in->q_len++;
     in->held_bytes += key_len + value_len + sizeof(*r);
     return 0;
+}
+
+int
+ctl_input_init_push(struct ctl_input *in, const struct ctl_input_opts *o)
+{
+    int rc = init_common(in, o);
+    in->name = "the producer";
+    in->push = true;
+    return rc;
+}
+
+int
+ctl_input_push(struct ctl_input *in, const void *key, size_t key_len, const void *value,
+               size_t value_len, void *tag, void (*fn)(void))
+{
+    if (!in->push || in->done)
+        return -EINVAL;
+    if (!has_room(in))
+        return -ENOBUFS;
+    in->line++;
+    int rc = hold(in, key, key_len, value, value_len, tag, fn);
+    if (rc != 0)
+        in->line--;
+    return rc;
+}
+
+void
+ctl_input_close(struct ctl_input *in)
+{
+    in->eof = in->done = true;
 }
 
 /* Takes whole lines out of the read buffer (and the last one at EOF). */
@@ -202,7 +242,7 @@ static int fill(struct ctl_input *in, bool block, int *added);
 int
 ctl_input_fill(struct ctl_input *in, bool block)
 {
-    if (in->done)
+    if (in->done || in->push)
         return 0;
     int added = 0;
     int rc = fill(in, block, &added);
@@ -254,6 +294,14 @@ fill(struct ctl_input *in, bool block, int *n_added)
 static struct ctl_input_rec *
 rec_at(struct ctl_input *in, uint64_t seq)
 {
+    return &in->q[(in->q_head + (seq - in->base_seq)) % in->q_cap];
+}
+
+const struct ctl_input_rec *
+ctl_input_get(const struct ctl_input *in, uint64_t seq)
+{
+    if (seq < in->base_seq || seq >= ctl_input_end(in))
+        return NULL;
     return &in->q[(in->q_head + (seq - in->base_seq)) % in->q_cap];
 }
 

@@ -32,6 +32,9 @@ struct ctl_input_rec {
     uint32_t key_len, value_len;
     uint32_t batch_n; /* at a batch's first record once encoded: its count; else 0 */
     bool inner;       /* inside an encoded batch, not its first record */
+    /* push mode: what the caller attached to the record (ctl_input_push) */
+    void *tag;
+    void (*fn)(void);
 };
 
 struct ctl_input_opts {
@@ -49,6 +52,7 @@ struct ctl_input {
     int n_args, next_arg;
     int fd;
     bool own_fd;
+    bool push; /* records come from ctl_input_push */
     const char *name; /* "stdin" or the path, for messages */
     uint64_t line;    /* lines read so far */
     bool eof;         /* the source has nothing more (lines may still be buffered) */
@@ -72,6 +76,20 @@ int ctl_input_init_args(struct ctl_input *in, const struct ctl_input_opts *o, ch
  * in->why naming the path (which is then freed). */
 int ctl_input_init_file(struct ctl_input *in, const struct ctl_input_opts *o, const char *path)
     VT_MUST_USE;
+/* Push mode (libvtop's producer): records come one at a time from
+ * ctl_input_push; there is no source to read. 0 or -ENOMEM. */
+int ctl_input_init_push(struct ctl_input *in, const struct ctl_input_opts *o) VT_MUST_USE;
+/* Holds one record (copied), with `tag` and `fn` kept for the caller. 0;
+ * -ENOBUFS when max_records or max_bytes are held (release some first);
+ * -EMSGSIZE (in->why) when key and value exceed max_record_bytes; -ENOMEM;
+ * -EINVAL when the input is not in push mode or was closed. The record
+ * gets sequence ctl_input_end() before the call. */
+int ctl_input_push(struct ctl_input *in, const void *key, size_t key_len, const void *value,
+                   size_t value_len, void *tag, void (*fn)(void)) VT_MUST_USE;
+/* Push mode: no more records will come (`done`). */
+void ctl_input_close(struct ctl_input *in);
+/* The held record with sequence `seq`, or NULL when it is not held. */
+const struct ctl_input_rec *ctl_input_get(const struct ctl_input *in, uint64_t seq);
 void ctl_input_free(struct ctl_input *in);
 
 /* Reads records while there is room. With `block`, waits until at least one

@@ -16,7 +16,8 @@
 
 static const char step_down_usage[] =
     "usage: vtopctl range step-down --config CLIENT.yaml [--timeout-seconds T]\n"
-    "                               [--topic NAME [--range-index I]] [--json]\n"
+    "                               [--topic NAME [--range-index I]] [--brokers H:P,...]\n"
+    "                               [--format text|json] [--json]\n"
     "\n"
     "Asks the node in CLIENT.yaml's addr to step down from the config's range\n"
     "(or --topic's, found with Locate on that node):\n"
@@ -28,13 +29,15 @@ static const char step_down_usage[] =
     "  --config PATH          client config (YAML); connects with the admin role\n"
     "  --timeout-seconds T    connect and answer timeout (default 30)\n"
     CTL_RANGE_USAGE
-    "  --json                 print one JSON object\n"
+    CTL_BROKERS_USAGE
+    CTL_FORMAT_USAGE
     "\n"
     "Exit: 0 released, 1 unreachable or refused (not the leader, unknown range),\n"
     "2 usage or bad config.\n";
 
 static const char drain_usage[] =
-    "usage: vtopctl node drain --config CLIENT.yaml [--timeout-seconds T] [--json]\n"
+    "usage: vtopctl node drain --config CLIENT.yaml [--timeout-seconds T] [--brokers H:P,...]\n"
+    "                          [--format text|json] [--json]\n"
     "\n"
     "Asks the node in CLIENT.yaml's addr to drain: it steps down from every\n"
     "range it leads, releases their leases, and never campaigns again until\n"
@@ -42,7 +45,8 @@ static const char drain_usage[] =
     "\n"
     "  --config PATH          client config (YAML); connects with the admin role\n"
     "  --timeout-seconds T    connect and answer timeout (default 30)\n"
-    "  --json                 print one JSON object\n"
+    CTL_BROKERS_USAGE
+    CTL_FORMAT_USAGE
     "\n"
     "Exit: 0 drained, 1 unreachable or refused, 2 usage or bad config.\n";
 
@@ -53,26 +57,30 @@ struct lead_opts {
     struct ctl_range_opt range; /* step-down: --topic / --range-index */
 };
 
+static const struct option step_down_opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    CTL_FORMAT_OPTIONS,
+    {"timeout-seconds", required_argument, NULL, 't'},
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* a drain names no range */
+const struct option ctl_drain_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    CTL_FORMAT_OPTIONS,
+    {"timeout-seconds", required_argument, NULL, 't'},
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int
 parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
 {
-    static const struct option step_down_opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},
-        {"timeout-seconds", required_argument, NULL, 't'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    static const struct option drain_opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},
-        {"timeout-seconds", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    /* a drain names no range */
-    const struct option *longopts = usage == step_down_usage ? step_down_opts : drain_opts;
+    const struct option *longopts = usage == step_down_usage ? step_down_opts : ctl_drain_options;
     *o = (struct lead_opts){.timeout_s = 30};
     ctl_opt_reset();
     int c, rc = 0;
@@ -80,7 +88,8 @@ parse_opts(int argc, char **argv, const char *usage, struct lead_opts *o)
         switch (c) {
         case 'h': fputs(usage, stdout); return LEAD_HELP;
         case 'c': o->config = optarg; break;
-        case 'j': o->json = true; break;
+        case CTL_OPT_JSON:
+        case CTL_OPT_FORMAT: rc = ctl_format_opt(usage, c, optarg, &o->json); break;
         case 't':
             rc = ctl_opt_u64(usage, "--timeout-seconds", optarg, 1, 3600, &o->timeout_s);
             break;
@@ -115,7 +124,7 @@ lead_main(int argc, char **argv, uint8_t op)
     if (op == VT_LEAD_STEP_DOWN)
         rc = ctl_client_config_load_range(o.config, &o.range, usage, &cfg);
     else
-        rc = ctl_client_config_load(o.config, &cfg);
+        rc = ctl_client_config_load_brokers(o.config, &o.range, usage, &cfg);
     if (rc != 0)
         return rc;
     cfg.connect_timeout_ms = o.timeout_s * 1000;
@@ -126,7 +135,8 @@ lead_main(int argc, char **argv, uint8_t op)
     struct vt_leadership_req req = {.op = op};
     struct vt_leadership_resp resp;
     struct vt_range_location loc;
-    if (vt_client_connect(&cfg, VT_ROLE_ADMIN, &c, err, sizeof(err)) != 0) {
+    struct vt_client_config conn;
+    if (ctl_client_connect(&conn, &cfg, &o.range, VT_ROLE_ADMIN, &c, err, sizeof(err)) != 0) {
         ctl_errorf("%s: %s", what, err);
     } else if (op == VT_LEAD_STEP_DOWN && vt_client_range_resolve(c, &cfg, &req.range, &loc) != 0) {
         ctl_errorf("%s: %s", what, vt_client_last_error(c));
@@ -159,12 +169,15 @@ ctl_node_drain_main(int argc, char **argv)
     return lead_main(argc, argv, VT_LEAD_DRAIN);
 }
 
+const struct ctl_command ctl_range_cmds[] = {
+    {"step-down", step_down_main, "release this node's lease of the config's range",
+     step_down_opts, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int
 ctl_range_main(int argc, char **argv)
 {
-    static const struct ctl_command cmds[] = {
-        {"step-down", step_down_main, "release this node's lease of the config's range"},
-    };
-    return ctl_dispatch("vtopctl range", "usage: vtopctl range <command> [<args>]\n", cmds,
-                        VT_ARRAY_LEN(cmds), argc, argv);
+    return ctl_dispatch("vtopctl range", "usage: vtopctl range <command> [<args>]\n",
+                        ctl_range_cmds, argc, argv);
 }

@@ -21,16 +21,19 @@
 #include "ctl_client.h"
 #include "ctl_meta.h"
 #include "ctl_meta_client.h"
+#include "ctl_meta_help.h"
 #include "vt_log_types.h"
 
 static const char meta_usage[] =
-    "usage: vtopctl meta <command> --config ADMIN.yaml [--endpoint HOST:PORT]... [options]\n"
+    "usage: vtopctl meta <command> [--config ADMIN.yaml] [--endpoint HOST:PORT]... [options]\n"
+    "       vtopctl meta <command> --help     (that command's usage, flags and an example)\n"
     "\n"
     "Common options:\n"
-    "  --config PATH          admin client config (docs/OPERATIONS.md)\n"
+    "  --config PATH          admin client config (docs/OPERATIONS.md; default:\n"
+    "                         $VTOP_ADMIN_CONFIG, then ~/.config/vtop/admin.yaml)\n"
     "  --endpoint HOST:PORT   ask this admin listener instead of the config's endpoints\n"
     "                         (repeatable)\n"
-    "  --json                 print JSON (status, membership, range-lease, nodes, proposals)\n"
+    "  --format text|json     output format; --json is --format json\n"
     "  --request-id UUID      proposals: the dedup key (default: random)\n"
     "  --issued-at-ms MS      proposals: the proposer's clock (default: now)\n"
     "\n"
@@ -59,6 +62,8 @@ static const char meta_usage[] =
 #define HELP_EXIT (-1)
 
 struct opts {
+    const char *usage; /* the subcommand's own (meta_sub) */
+    const char *config_path;
     struct vt_meta_admin_config cfg;
     bool cfg_loaded;
     const char *endpoints[VT_META_ADMIN_MAX_ENDPOINTS];
@@ -80,16 +85,16 @@ struct opts {
 };
 
 enum {
-    O_CONFIG = 1000, O_ENDPOINT, O_JSON, O_REQUEST_ID, O_ISSUED_AT, O_ID, O_ADDRESS, O_MEMBERS,
+    O_CONFIG = 1000, O_ENDPOINT, O_REQUEST_ID, O_ISSUED_AT, O_ID, O_ADDRESS, O_MEMBERS,
     O_NAME, O_ROLE, O_STATE, O_NODE, O_RANGE, O_HOLDER, O_TOPIC, O_ROOT_RANGE, O_GEN, O_EPOCH,
     O_NATIVE, O_RANGES, O_RF, O_REPLICAS, O_TOPIC_UUID, O_ROOT_UUID,
 };
 
 static int
-uuid_opt(const char *flag, const char *text, uint8_t out[16], bool *has)
+uuid_opt(const char *usage, const char *flag, const char *text, uint8_t out[16], bool *has)
 {
     if (vt_cfg_parse_uuid(text, strlen(text), out) != 0)
-        return ctl_usage_error(meta_usage, "%s: '%s' is not a UUID", flag, text);
+        return ctl_usage_error(usage, "%s: '%s' is not a UUID", flag, text);
     *has = true;
     return 0;
 }
@@ -100,61 +105,61 @@ parse_one(int c, struct opts *o)
     uint64_t v = 0;
     int rc;
     switch (c) {
-    case 'h': fputs(meta_usage, stdout); return HELP_EXIT;
+    case 'h': fputs(o->usage, stdout); return HELP_EXIT;
     case O_CONFIG:
-        if (o->cfg_loaded)
-            return ctl_usage_error(meta_usage, "--config given twice");
-        rc = ctl_meta_config_load(optarg, &o->cfg);
-        o->cfg_loaded = rc == 0;
-        return rc;
+        if (o->config_path != NULL)
+            return ctl_usage_error(o->usage, "--config given twice");
+        o->config_path = optarg;
+        return 0;
     case O_ENDPOINT:
         if (o->n_endpoints == VT_META_ADMIN_MAX_ENDPOINTS ||
             !vt_meta_admin_addr_valid(optarg, strlen(optarg)))
-            return ctl_usage_error(meta_usage, "--endpoint '%s': not host:port (or too many)",
+            return ctl_usage_error(o->usage, "--endpoint '%s': not host:port (or too many)",
                                    optarg);
         o->endpoints[o->n_endpoints++] = optarg;
         return 0;
-    case O_JSON: o->json = true; return 0;
-    case O_REQUEST_ID: return uuid_opt("--request-id", optarg, o->request_id, &o->has_request_id);
+    case CTL_OPT_JSON:
+    case CTL_OPT_FORMAT: return ctl_format_opt(o->usage, c, optarg, &o->json);
+    case O_REQUEST_ID: return uuid_opt(o->usage, "--request-id", optarg, o->request_id, &o->has_request_id);
     case O_ISSUED_AT:
-        rc = ctl_opt_u64(meta_usage, "--issued-at-ms", optarg, 0, INT64_MAX, &v);
+        rc = ctl_opt_u64(o->usage, "--issued-at-ms", optarg, 0, INT64_MAX, &v);
         o->issued_at_ms = (int64_t)v;
         o->has_issued_at = rc == 0;
         return rc;
     case O_ID:
-        rc = ctl_opt_u64(meta_usage, "--id", optarg, 0, UINT64_MAX, &o->id);
+        rc = ctl_opt_u64(o->usage, "--id", optarg, 0, UINT64_MAX, &o->id);
         o->has_id = rc == 0;
         return rc;
     case O_ADDRESS: o->address = optarg; return 0;
     case O_NATIVE: o->native_addr = optarg; return 0;
     case O_REPLICAS: o->replicas = optarg; return 0;
     case O_RANGES:
-        rc = ctl_opt_u64(meta_usage, "--ranges", optarg, 1, VT_META_TOPIC_RANGES_MAX, &o->ranges);
+        rc = ctl_opt_u64(o->usage, "--ranges", optarg, 1, VT_META_TOPIC_RANGES_MAX, &o->ranges);
         o->has_ranges = rc == 0;
         return rc;
     case O_RF:
-        rc = ctl_opt_u64(meta_usage, "--replication-factor", optarg, 1, VT_META_RF_MAX, &o->rf);
+        rc = ctl_opt_u64(o->usage, "--replication-factor", optarg, 1, VT_META_RF_MAX, &o->rf);
         o->has_rf = rc == 0;
         return rc;
     case O_MEMBERS: o->members = optarg; return 0;
     case O_NAME: o->name = optarg; return 0;
     case O_ROLE: o->role = optarg; return 0;
     case O_STATE: o->state = optarg; return 0;
-    case O_NODE: return uuid_opt("--node", optarg, o->node, &o->has_node);
-    case O_RANGE: return uuid_opt("--range", optarg, o->range, &o->has_range);
-    case O_HOLDER: return uuid_opt("--holder", optarg, o->holder, &o->has_holder);
-    case O_TOPIC: return uuid_opt("--topic", optarg, o->topic, &o->has_topic);
-    case O_ROOT_RANGE: return uuid_opt("--root-range", optarg, o->root_range, &o->has_root_range);
-    case O_TOPIC_UUID: return uuid_opt("--topic-uuid", optarg, o->topic, &o->has_topic);
+    case O_NODE: return uuid_opt(o->usage, "--node", optarg, o->node, &o->has_node);
+    case O_RANGE: return uuid_opt(o->usage, "--range", optarg, o->range, &o->has_range);
+    case O_HOLDER: return uuid_opt(o->usage, "--holder", optarg, o->holder, &o->has_holder);
+    case O_TOPIC: return uuid_opt(o->usage, "--topic", optarg, o->topic, &o->has_topic);
+    case O_ROOT_RANGE: return uuid_opt(o->usage, "--root-range", optarg, o->root_range, &o->has_root_range);
+    case O_TOPIC_UUID: return uuid_opt(o->usage, "--topic-uuid", optarg, o->topic, &o->has_topic);
     case O_ROOT_UUID:
-        return uuid_opt("--root-range-uuid", optarg, o->root_range, &o->has_root_range);
+        return uuid_opt(o->usage, "--root-range-uuid", optarg, o->root_range, &o->has_root_range);
     case O_GEN:
-        rc = ctl_opt_u64(meta_usage, "--expected-generation", optarg, 0, UINT64_MAX,
+        rc = ctl_opt_u64(o->usage, "--expected-generation", optarg, 0, UINT64_MAX,
                          &o->expected_generation);
         o->has_expected_generation = rc == 0;
         return rc;
     case O_EPOCH:
-        rc = ctl_opt_u64(meta_usage, "--epoch", optarg, 0, UINT64_MAX, &o->epoch);
+        rc = ctl_opt_u64(o->usage, "--epoch", optarg, 0, UINT64_MAX, &o->epoch);
         o->has_epoch = rc == 0;
         return rc;
     default: return -2;
@@ -162,50 +167,26 @@ parse_one(int c, struct opts *o)
 }
 
 static int
-parse_opts(int argc, char **argv, struct opts *o)
+parse_opts(int argc, char **argv, const struct option *longopts, struct opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, O_CONFIG},
-        {"endpoint", required_argument, NULL, O_ENDPOINT},
-        {"json", no_argument, NULL, O_JSON},
-        {"request-id", required_argument, NULL, O_REQUEST_ID},
-        {"issued-at-ms", required_argument, NULL, O_ISSUED_AT},
-        {"id", required_argument, NULL, O_ID},
-        {"address", required_argument, NULL, O_ADDRESS},
-        {"addr", required_argument, NULL, O_ADDRESS},
-        {"native-addr", required_argument, NULL, O_NATIVE},
-        {"ranges", required_argument, NULL, O_RANGES},
-        {"replication-factor", required_argument, NULL, O_RF},
-        {"replicas", required_argument, NULL, O_REPLICAS},
-        {"topic-uuid", required_argument, NULL, O_TOPIC_UUID},
-        {"root-range-uuid", required_argument, NULL, O_ROOT_UUID},
-        {"members", required_argument, NULL, O_MEMBERS},
-        {"name", required_argument, NULL, O_NAME},
-        {"role", required_argument, NULL, O_ROLE},
-        {"state", required_argument, NULL, O_STATE},
-        {"node", required_argument, NULL, O_NODE},
-        {"range", required_argument, NULL, O_RANGE},
-        {"holder", required_argument, NULL, O_HOLDER},
-        {"topic", required_argument, NULL, O_TOPIC},
-        {"root-range", required_argument, NULL, O_ROOT_RANGE},
-        {"expected-generation", required_argument, NULL, O_GEN},
-        {"epoch", required_argument, NULL, O_EPOCH},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     ctl_opt_reset();
     int c;
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         int rc = parse_one(c, o);
         if (rc == -2)
-            return ctl_opt_error(c, argv, meta_usage);
+            return ctl_opt_error(c, argv, o->usage);
         if (rc != 0)
             return rc;
     }
-    if (ctl_opt_no_positional(argc, argv, meta_usage) != 0)
+    if (ctl_opt_no_positional(argc, argv, o->usage) != 0)
         return CTL_EXIT_USAGE;
-    if (!o->cfg_loaded)
-        return ctl_usage_error(meta_usage, "--config is required");
+    const char *path = ctl_meta_config_default(o->config_path);
+    if (path == NULL)
+        return ctl_usage_error(o->usage, CTL_NO_ADMIN_CONFIG_MSG);
+    int rc = ctl_meta_config_load(path, &o->cfg);
+    if (rc != 0)
+        return rc;
+    o->cfg_loaded = true;
     if (o->n_endpoints > 0) { /* --endpoint replaces the config's list */
         for (uint32_t i = 0; i < o->cfg.n_endpoints; i++)
             free(o->cfg.endpoints[i]);
@@ -342,11 +323,11 @@ cmd_status(struct opts *o, bool membership)
 /* ---- membership changes ------------------------------------------------------------------ */
 
 static int
-parse_members(const char *text, struct vt_meta_admin_init *init)
+parse_members(const char *usage, const char *text, struct vt_meta_admin_init *init)
 {
     char buf[4096];
     if (strlen(text) >= sizeof(buf))
-        return ctl_usage_error(meta_usage, "--members: too long");
+        return ctl_usage_error(usage, "--members: too long");
     snprintf(buf, sizeof(buf), "%s", text);
     init->n_members = 0;
     char *save = NULL;
@@ -354,12 +335,12 @@ parse_members(const char *text, struct vt_meta_admin_init *init)
         char *eq = strchr(tok, '=');
         uint64_t id = 0;
         if (eq == NULL || init->n_members == VT_META_ADMIN_MAX_MEMBERS)
-            return ctl_usage_error(meta_usage, "--members: '%s' is not ID=HOST:PORT (or more "
+            return ctl_usage_error(usage, "--members: '%s' is not ID=HOST:PORT (or more "
                                    "than %u members)", tok, VT_META_ADMIN_MAX_MEMBERS);
         *eq = '\0';
         if (vt_cfg_parse_u64(tok, strlen(tok), &id) != 0 || id == 0 ||
             !vt_meta_admin_addr_valid(eq + 1, strlen(eq + 1)))
-            return ctl_usage_error(meta_usage, "--members: '%s=%s' is not ID=HOST:PORT with an "
+            return ctl_usage_error(usage, "--members: '%s=%s' is not ID=HOST:PORT with an "
                                    "id >= 1", tok, eq + 1);
         struct vt_meta_admin_member *m = &init->members[init->n_members++];
         m->id = id;
@@ -367,7 +348,7 @@ parse_members(const char *text, struct vt_meta_admin_init *init)
         snprintf(m->addr, sizeof(m->addr), "%s", eq + 1);
     }
     if (init->n_members == 0)
-        return ctl_usage_error(meta_usage, "--members: no members");
+        return ctl_usage_error(usage, "--members: no members");
     return 0;
 }
 
@@ -393,8 +374,8 @@ cmd_init(struct opts *o)
 {
     struct vt_meta_admin_init init;
     if (o->members == NULL)
-        return ctl_usage_error(meta_usage, "init needs --members ID=HOST:PORT[,...]");
-    int rc = parse_members(o->members, &init);
+        return ctl_usage_error(o->usage, "init needs --members ID=HOST:PORT[,...]");
+    int rc = parse_members(o->usage, o->members, &init);
     if (rc != 0)
         return rc;
     uint8_t buf[VT_META_ADMIN_PAYLOAD_MAX];
@@ -415,11 +396,11 @@ cmd_change(struct opts *o, const char *name)
     uint16_t kind;
     bool transfer = strcmp(name, "transfer-leader") == 0;
     if (!transfer && (!o->has_id || o->id == 0))
-        return ctl_usage_error(meta_usage, "%s needs --id N (N >= 1)", name);
+        return ctl_usage_error(o->usage, "%s needs --id N (N >= 1)", name);
     if (strcmp(name, "add-learner") == 0) {
         struct vt_meta_admin_member m = {.id = o->id};
         if (o->address == NULL || !vt_meta_admin_addr_valid(o->address, strlen(o->address)))
-            return ctl_usage_error(meta_usage, "add-learner needs --address HOST:PORT");
+            return ctl_usage_error(o->usage, "add-learner needs --address HOST:PORT");
         snprintf(m.addr, sizeof(m.addr), "%s", o->address);
         vt_meta_admin_add_learner_encode(&w, &m);
         kind = VT_META_ADMIN_K_ADD_LEARNER;
@@ -437,7 +418,7 @@ cmd_change(struct opts *o, const char *name)
         } else if (o->role != NULL && strcmp(o->role, "learner") == 0) {
             c.op = VT_META_ADMIN_OP_DEMOTE;
         } else {
-            return ctl_usage_error(meta_usage, "change-membership needs --role voter|learner");
+            return ctl_usage_error(o->usage, "change-membership needs --role voter|learner");
         }
         vt_meta_admin_change_encode(&w, &c);
         kind = VT_META_ADMIN_K_CHANGE;
@@ -557,9 +538,9 @@ propose(struct opts *o, struct vt_meta_cmd *cmd)
 }
 
 static int
-need(bool have, const char *cmd, const char *flag)
+need(const char *usage, bool have, const char *cmd, const char *flag)
 {
-    return have ? 0 : ctl_usage_error(meta_usage, "%s needs %s", cmd, flag);
+    return have ? 0 : ctl_usage_error(usage, "%s needs %s", cmd, flag);
 }
 
 /* --replicas UUID,UUID,...: exactly rf ids (rf defaults to their count). */
@@ -568,24 +549,24 @@ parse_replicas(struct opts *o, struct vt_meta_cmd *c)
 {
     char buf[VT_META_RF_MAX * 40];
     if (strlen(o->replicas) >= sizeof(buf))
-        return ctl_usage_error(meta_usage, "--replicas: too long (at most %u UUIDs)",
+        return ctl_usage_error(o->usage, "--replicas: too long (at most %u UUIDs)",
                                VT_META_RF_MAX);
     snprintf(buf, sizeof(buf), "%s", o->replicas);
     unsigned n = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (n == VT_META_RF_MAX)
-            return ctl_usage_error(meta_usage, "--replicas: more than %u UUIDs", VT_META_RF_MAX);
+            return ctl_usage_error(o->usage, "--replicas: more than %u UUIDs", VT_META_RF_MAX);
         if (vt_cfg_parse_uuid(tok, strlen(tok), c->u.create.explicit_nodes[n]) != 0)
-            return ctl_usage_error(meta_usage, "--replicas: '%s' is not a UUID", tok);
+            return ctl_usage_error(o->usage, "--replicas: '%s' is not a UUID", tok);
         n++;
     }
     if (n == 0)
-        return ctl_usage_error(meta_usage, "--replicas: no UUIDs");
+        return ctl_usage_error(o->usage, "--replicas: no UUIDs");
     if (!o->has_rf)
         c->u.create.rf = (uint8_t)n;
     if (n != c->u.create.rf)
-        return ctl_usage_error(meta_usage, "--replicas names %u nodes but "
+        return ctl_usage_error(o->usage, "--replicas names %u nodes but "
                                "--replication-factor is %u", n, c->u.create.rf);
     c->u.create.n_explicit = (uint8_t)n;
     return 0;
@@ -597,10 +578,10 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
     int rc;
     memset(c, 0, sizeof(*c));
     if (strcmp(name, "register-node") == 0) {
-        if ((rc = need(o->has_node, name, "--node UUID")) ||
-            (rc = need(o->address && *o->address && strlen(o->address) <= VT_META_ADDR_MAX, name,
+        if ((rc = need(o->usage, o->has_node, name, "--node UUID")) ||
+            (rc = need(o->usage, o->address && *o->address && strlen(o->address) <= VT_META_ADDR_MAX, name,
                        "--addr ADDR (1..256 bytes)")) ||
-            (rc = need(!o->native_addr || strlen(o->native_addr) <= VT_META_ADDR_MAX, name,
+            (rc = need(o->usage, !o->native_addr || strlen(o->native_addr) <= VT_META_ADDR_MAX, name,
                        "--native-addr ADDR of at most 256 bytes")))
             return rc;
         c->kind = VT_META_CMD_REGISTER_NODE;
@@ -618,16 +599,16 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
         for (int i = 0; o->state && i < 3; i++)
             if (strcmp(o->state, st[i]) == 0)
                 s = i + 1;
-        if ((rc = need(o->has_node, name, "--node UUID")) ||
-            (rc = need(s > 0, name, "--state active|draining|dead")) ||
-            (rc = need(o->has_expected_generation, name, "--expected-generation G")))
+        if ((rc = need(o->usage, o->has_node, name, "--node UUID")) ||
+            (rc = need(o->usage, s > 0, name, "--state active|draining|dead")) ||
+            (rc = need(o->usage, o->has_expected_generation, name, "--expected-generation G")))
             return rc;
         c->kind = VT_META_CMD_SET_NODE_STATE;
         memcpy(c->u.set_state.node, o->node, 16);
         c->u.set_state.state = (uint8_t)s;
         c->u.set_state.expected_generation = o->expected_generation;
     } else if (strcmp(name, "create-topic") == 0) {
-        if ((rc = need(o->name && vt_meta_topic_name_valid(o->name, strlen(o->name)), name,
+        if ((rc = need(o->usage, o->name && vt_meta_topic_name_valid(o->name, strlen(o->name)), name,
                        "--name NAME (1..249 bytes of [A-Za-z0-9._-])")))
             return rc;
         if ((!o->has_topic && (rc = random_uuid(o->topic)) != 0) ||
@@ -644,9 +625,9 @@ build_cmd(struct opts *o, const char *name, struct vt_meta_cmd *c)
             return rc;
     } else if (strcmp(name, "grant-lease") == 0 || strcmp(name, "release-lease") == 0) {
         bool grant = name[0] == 'g';
-        if ((rc = need(o->has_range, name, "--range UUID")) ||
-            (rc = need(o->has_holder, name, "--holder UUID")) ||
-            (rc = need(grant ? o->has_expected_generation : o->has_epoch, name,
+        if ((rc = need(o->usage, o->has_range, name, "--range UUID")) ||
+            (rc = need(o->usage, o->has_holder, name, "--holder UUID")) ||
+            (rc = need(o->usage, grant ? o->has_expected_generation : o->has_epoch, name,
                        grant ? "--expected-generation G" : "--epoch E")))
             return rc;
         c->kind = grant ? VT_META_CMD_GRANT_LEASE : VT_META_CMD_RELEASE_LEASE;
@@ -668,7 +649,7 @@ static int
 cmd_range_lease(struct opts *o)
 {
     if (!o->has_range)
-        return ctl_usage_error(meta_usage, "range-lease needs --range UUID");
+        return ctl_usage_error(o->usage, "range-lease needs --range UUID");
     uint8_t buf[32];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
@@ -711,13 +692,16 @@ cmd_range_lease(struct opts *o)
 
 /* ---- dispatch ------------------------------------------------------------------------- */
 
+static const struct ctl_command *find_sub(const char *name);
+
 static int
 run(int argc, char **argv)
 {
     const char *name = argv[0];
     struct opts o;
     memset(&o, 0, sizeof(o));
-    int rc = parse_opts(argc, argv, &o);
+    o.usage = ctl_meta__usage(name);
+    int rc = parse_opts(argc, argv, find_sub(name)->opts, &o);
     if (rc == 0) {
         if (strcmp(name, "status") == 0 || strcmp(name, "membership") == 0) {
             rc = cmd_status(&o, name[0] == 'm');
@@ -742,26 +726,102 @@ run(int argc, char **argv)
     return rc == HELP_EXIT ? CTL_EXIT_OK : rc;
 }
 
+/* ---- the subcommands: flags (their getopt tables) and usage ------------------------ */
+
+/* Every subcommand takes these; proposals also take META_PROPOSAL_OPTS. */
+#define META_COMMON_OPTS                                                                  \
+    {"config", required_argument, NULL, O_CONFIG},                                        \
+        {"endpoint", required_argument, NULL, O_ENDPOINT}, CTL_FORMAT_OPTIONS,            \
+        {"help", no_argument, NULL, 'h'}
+#define META_PROPOSAL_OPTS                                                                \
+    {"request-id", required_argument, NULL, O_REQUEST_ID},                                \
+        {"issued-at-ms", required_argument, NULL, O_ISSUED_AT}
+#define META_OPT(name, val) {name, required_argument, NULL, val}
+#define META_END {NULL, 0, NULL, 0}
+
+static const struct option status_opts[] = {META_COMMON_OPTS, META_END};
+static const struct option init_opts[] = {META_COMMON_OPTS, META_OPT("members", O_MEMBERS),
+                                          META_END};
+static const struct option add_learner_opts[] = {META_COMMON_OPTS, META_OPT("id", O_ID),
+                                                 META_OPT("address", O_ADDRESS), META_END};
+static const struct option id_opts[] = {META_COMMON_OPTS, META_OPT("id", O_ID), META_END};
+static const struct option change_opts[] = {META_COMMON_OPTS, META_OPT("id", O_ID),
+                                             META_OPT("role", O_ROLE), META_END};
+static const struct option register_opts[] = {
+    META_COMMON_OPTS,         META_PROPOSAL_OPTS,           META_OPT("node", O_NODE),
+    META_OPT("addr", O_ADDRESS), META_OPT("address", O_ADDRESS), META_OPT("native-addr", O_NATIVE),
+    META_OPT("expected-generation", O_GEN), META_END};
+static const struct option set_state_opts[] = {
+    META_COMMON_OPTS, META_PROPOSAL_OPTS, META_OPT("node", O_NODE), META_OPT("state", O_STATE),
+    META_OPT("expected-generation", O_GEN), META_END};
+static const struct option create_topic_opts[] = {
+    META_COMMON_OPTS,
+    META_PROPOSAL_OPTS,
+    META_OPT("name", O_NAME),
+    META_OPT("ranges", O_RANGES),
+    META_OPT("replication-factor", O_RF),
+    META_OPT("replicas", O_REPLICAS),
+    META_OPT("topic-uuid", O_TOPIC_UUID),
+    META_OPT("root-range-uuid", O_ROOT_UUID),
+    META_OPT("topic", O_TOPIC),
+    META_OPT("root-range", O_ROOT_RANGE),
+    META_END};
+static const struct option grant_opts[] = {
+    META_COMMON_OPTS, META_PROPOSAL_OPTS, META_OPT("range", O_RANGE), META_OPT("holder", O_HOLDER),
+    META_OPT("expected-generation", O_GEN), META_END};
+static const struct option release_opts[] = {
+    META_COMMON_OPTS, META_PROPOSAL_OPTS, META_OPT("range", O_RANGE), META_OPT("holder", O_HOLDER),
+    META_OPT("epoch", O_EPOCH), META_END};
+static const struct option range_lease_opts[] = {META_COMMON_OPTS, META_OPT("range", O_RANGE),
+                                                 META_END};
+
+const struct ctl_command ctl_meta_cmds[] = {
+    {"status", run, "this server's raft view", status_opts, NULL},
+    {"membership", run, "the leader's voters and learners", status_opts, NULL},
+    {"init", run, "bootstrap an empty server with --members", init_opts, NULL},
+    {"add-learner", run, "add a server as a learner", add_learner_opts, NULL},
+    {"promote", run, "make a learner a voter", id_opts, NULL},
+    {"change-membership", run, "set a server's role (voter|learner)", change_opts, NULL},
+    {"remove", run, "remove a server (the leader too)", id_opts, NULL},
+    {"transfer-leader", run, "hand leadership to a voter", id_opts, NULL},
+    {"register-node", run, "propose RegisterNode", register_opts, NULL},
+    {"set-node-state", run, "propose SetNodeState", set_state_opts, NULL},
+    {"create-topic", run, "propose CreateTopic", create_topic_opts, NULL},
+    {"grant-lease", run, "propose GrantRangeLease (administrative)", grant_opts, NULL},
+    {"release-lease", run, "propose ReleaseRangeLease", release_opts, NULL},
+    {"range-lease", run, "linearizable read of a range's lease", range_lease_opts, NULL},
+    {"nodes", run, "linearizable read of every registered node", status_opts, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static const struct ctl_command *
+find_sub(const char *name)
+{
+    for (size_t i = 0; ctl_meta_cmds[i].name != NULL; i++)
+        if (strcmp(ctl_meta_cmds[i].name, name) == 0)
+            return &ctl_meta_cmds[i];
+    VT_ASSERT(false); /* dispatch only runs names of the table */
+    return NULL;
+}
+
+const char *
+ctl_meta_config_default(const char *given)
+{
+    if (given != NULL)
+        return given;
+    const char *env = getenv("VTOP_ADMIN_CONFIG");
+    if (env != NULL && env[0] != '\0')
+        return env;
+    static char home_cfg[4096];
+    const char *home = getenv("HOME");
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/admin.yaml", home);
+    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
+}
+
 int
 ctl_meta_main(int argc, char **argv)
 {
-    static const struct ctl_command cmds[] = {
-        {"status", run, "this server's raft view"},
-        {"membership", run, "the leader's voters and learners"},
-        {"init", run, "bootstrap an empty server with --members"},
-        {"add-learner", run, "add a server as a learner"},
-        {"promote", run, "make a learner a voter"},
-        {"change-membership", run, "set a server's role (voter|learner)"},
-        {"remove", run, "remove a server (the leader too)"},
-        {"transfer-leader", run, "hand leadership to a voter"},
-        {"register-node", run, "propose RegisterNode"},
-        {"set-node-state", run, "propose SetNodeState"},
-        {"create-topic", run, "propose CreateTopic"},
-        {"grant-lease", run, "propose GrantRangeLease (administrative)"},
-        {"release-lease", run, "propose ReleaseRangeLease"},
-        {"range-lease", run, "linearizable read of a range's lease"},
-        {"nodes", run, "linearizable read of every registered node"},
-    };
-    return ctl_dispatch("vtopctl meta", meta_usage, cmds, sizeof(cmds) / sizeof(cmds[0]), argc,
-                        argv);
+    return ctl_dispatch("vtopctl meta", meta_usage, ctl_meta_cmds, argc, argv);
 }

@@ -16,7 +16,13 @@
 #include "ctl_meta_client.h"
 
 static const char topic_usage[] =
-    "usage: vtopctl topic <command> --config ADMIN.yaml [--endpoint HOST:PORT]... [--json]\n"
+    "usage: vtopctl topic <command> [--config ADMIN.yaml] [--endpoint HOST:PORT]...\n"
+    "                               [--format text|json] [--json]\n"
+    "\n"
+    "  --config PATH          admin config (default: $VTOP_ADMIN_CONFIG, then\n"
+    "                         ~/.config/vtop/admin.yaml)\n"
+    "  --endpoint HOST:PORT   ask this admin listener instead of the config's (repeatable)\n"
+    CTL_FORMAT_USAGE
     "\n"
     "Commands:\n"
     "  list                  every live topic: name, id, epoch, ranges, replication factor\n"
@@ -276,25 +282,35 @@ topic_describe(const struct vt_meta_admin_config *cfg, const char *name, bool js
 
 /* ---- `vtopctl topic` ---------------------------------------------------------------- */
 
-enum { T_CONFIG = 1000, T_ENDPOINT, T_JSON, T_NAME };
+enum { T_CONFIG = 1000, T_ENDPOINT, T_NAME };
+
+static const struct option list_opts[] = {
+    {"config", required_argument, NULL, T_CONFIG},
+    {"endpoint", required_argument, NULL, T_ENDPOINT},
+    CTL_FORMAT_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+static const struct option describe_opts[] = {
+    {"config", required_argument, NULL, T_CONFIG},
+    {"endpoint", required_argument, NULL, T_ENDPOINT},
+    CTL_FORMAT_OPTIONS,
+    {"name", required_argument, NULL, T_NAME},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
 
 static int
 topic_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, T_CONFIG},
-        {"endpoint", required_argument, NULL, T_ENDPOINT},
-        {"json", no_argument, NULL, T_JSON},
-        {"name", required_argument, NULL, T_NAME},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct vt_meta_admin_config cfg;
     bool loaded = false, json = false;
     const char *name = NULL, *endpoints[VT_META_ADMIN_MAX_ENDPOINTS];
     uint32_t n_endpoints = 0;
     int rc = 0, c;
     bool describe = strcmp(argv[0], "describe") == 0;
+    const struct option *longopts = describe ? describe_opts : list_opts;
+    const char *config_path = NULL;
     ctl_opt_reset();
     while (rc == 0 && (c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -303,12 +319,9 @@ topic_run(int argc, char **argv)
             rc = -1;
             break;
         case T_CONFIG:
-            if (loaded) {
+            if (config_path != NULL)
                 rc = ctl_usage_error(topic_usage, "--config given twice");
-                break;
-            }
-            rc = ctl_meta_config_load(optarg, &cfg);
-            loaded = rc == 0;
+            config_path = optarg;
             break;
         case T_ENDPOINT:
             if (n_endpoints == VT_META_ADMIN_MAX_ENDPOINTS ||
@@ -318,8 +331,9 @@ topic_run(int argc, char **argv)
             else
                 endpoints[n_endpoints++] = optarg;
             break;
-        case T_JSON:
-            json = true;
+        case CTL_OPT_JSON:
+        case CTL_OPT_FORMAT:
+            rc = ctl_format_opt(topic_usage, c, optarg, &json);
             break;
         case T_NAME:
             name = optarg;
@@ -331,13 +345,15 @@ topic_run(int argc, char **argv)
     }
     if (rc == 0 && ctl_opt_no_positional(argc, argv, topic_usage) != 0)
         rc = CTL_EXIT_USAGE;
-    if (rc == 0 && !loaded)
-        rc = ctl_usage_error(topic_usage, "--config is required");
+    if (rc == 0 && (config_path = ctl_meta_config_default(config_path)) == NULL)
+        rc = ctl_usage_error(topic_usage, CTL_NO_ADMIN_CONFIG_MSG);
     if (rc == 0 && describe && (name == NULL || !vt_meta_topic_name_valid(name, strlen(name))))
         rc = ctl_usage_error(topic_usage, "describe needs --name NAME (1..249 bytes of "
                                           "[A-Za-z0-9._-])");
-    if (rc == 0 && !describe && name != NULL)
-        rc = ctl_usage_error(topic_usage, "--name: list takes no topic name");
+    if (rc == 0) {
+        rc = ctl_meta_config_load(config_path, &cfg);
+        loaded = rc == 0;
+    }
     if (rc == 0 && n_endpoints > 0) { /* --endpoint replaces the config's list */
         for (uint32_t i = 0; i < cfg.n_endpoints; i++)
             free(cfg.endpoints[i]);
@@ -358,13 +374,14 @@ topic_run(int argc, char **argv)
     return rc == -1 ? CTL_EXIT_OK : rc;
 }
 
+const struct ctl_command ctl_topic_cmds[] = {
+    {"list", topic_run, "every live topic", list_opts, NULL},
+    {"describe", topic_run, "a topic's ranges, replica sets and leases", describe_opts, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int
 ctl_topic_main(int argc, char **argv)
 {
-    static const struct ctl_command cmds[] = {
-        {"list", topic_run, "every live topic"},
-        {"describe", topic_run, "a topic's ranges, replica sets and leases"},
-    };
-    return ctl_dispatch("vtopctl topic", topic_usage, cmds, sizeof(cmds) / sizeof(cmds[0]), argc,
-                        argv);
+    return ctl_dispatch("vtopctl topic", topic_usage, ctl_topic_cmds, argc, argv);
 }

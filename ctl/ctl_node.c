@@ -18,7 +18,8 @@
 static const char node_usage[] = "usage: vtopctl node <command> [<args>]\n";
 
 static const char status_usage[] =
-    "usage: vtopctl node status --config CLIENT.yaml [--json] [--timeout-seconds T]\n"
+    "usage: vtopctl node status --config CLIENT.yaml [--format text|json] [--json]\n"
+    "                           [--timeout-seconds T] [--brokers H:P,...]\n"
     "                           [--role admin|producer|consumer]\n"
     "                           [--topic NAME [--range-index N]]\n"
     "\n"
@@ -29,11 +30,12 @@ static const char status_usage[] =
     "\n"
     "  --config PATH          client config (YAML; default: $VTOP_CONFIG, then\n"
     "                         ~/.config/vtop/vtop.yaml)\n"
-    "  --json                 print one JSON object\n"
+    CTL_FORMAT_USAGE
     "  --timeout-seconds T    connect and answer timeout (default 5)\n"
     "  --role R               role to authenticate as (default admin)\n"
     "  --topic NAME           only the ranges of topic NAME\n"
     "  --range-index N        with --topic: only its range N (found with Locate)\n"
+    CTL_BROKERS_USAGE
     "\n"
     "Exit: 0 ok, 1 unreachable or refused, 2 usage or bad config.\n";
 
@@ -60,18 +62,21 @@ parse_role(const char *s, uint8_t *role)
     return 0;
 }
 
+static const struct option status_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    CTL_FORMAT_OPTIONS,
+    {"timeout-seconds", required_argument, NULL, 't'},
+    {"role", required_argument, NULL, 'r'},
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int
 parse_opts(int argc, char **argv, struct status_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},
-        {"timeout-seconds", required_argument, NULL, 't'},
-        {"role", required_argument, NULL, 'r'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *longopts = status_options;
     *o = (struct status_opts){.timeout_s = 5, .role = VT_ROLE_ADMIN};
     ctl_opt_reset();
     int c, rc = 0;
@@ -79,7 +84,8 @@ parse_opts(int argc, char **argv, struct status_opts *o)
         switch (c) {
         case 'h': fputs(status_usage, stdout); return NODE_HELP;
         case 'c': o->config = optarg; break;
-        case 'j': o->json = true; break;
+        case CTL_OPT_JSON:
+        case CTL_OPT_FORMAT: rc = ctl_format_opt(status_usage, c, optarg, &o->json); break;
         case 't':
             rc = ctl_opt_u64(status_usage, "--timeout-seconds", optarg, 1, 3600, &o->timeout_s);
             break;
@@ -251,7 +257,8 @@ status_run(const struct status_opts *o, struct vt_client_config *cfg)
     cfg->request_timeout_ms = o->timeout_s * 1000;
     struct vt_client *c = NULL;
     char err[600];
-    if (vt_client_connect(cfg, o->role, &c, err, sizeof(err)) != 0) {
+    struct vt_client_config conn;
+    if (ctl_client_connect(&conn, cfg, &o->range, o->role, &c, err, sizeof(err)) != 0) {
         ctl_errorf("node status: %s", err);
         return CTL_EXIT_FAIL;
     }
@@ -281,7 +288,7 @@ node_status_main(int argc, char **argv)
     if (rc != 0)
         return rc;
     struct vt_client_config cfg;
-    rc = ctl_client_config_load(o.config, &cfg);
+    rc = ctl_client_config_load_brokers(o.config, &o.range, status_usage, &cfg);
     if (rc != 0)
         return rc;
     rc = status_run(&o, &cfg);
@@ -289,12 +296,16 @@ node_status_main(int argc, char **argv)
     return rc;
 }
 
+const struct ctl_command ctl_node_cmds[] = {
+    {"status", node_status_main, "offsets and state of every range a running node hosts",
+     status_options, NULL},
+    {"drain", ctl_node_drain_main, "give up every range lease this node holds, lead none",
+     ctl_drain_options, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int
 ctl_node_main(int argc, char **argv)
 {
-    static const struct ctl_command cmds[] = {
-        {"status", node_status_main, "offsets and state of every range a running node hosts"},
-        {"drain", ctl_node_drain_main, "give up every range lease this node holds, lead none"},
-    };
-    return ctl_dispatch("vtopctl node", node_usage, cmds, VT_ARRAY_LEN(cmds), argc, argv);
+    return ctl_dispatch("vtopctl node", node_usage, ctl_node_cmds, argc, argv);
 }

@@ -9,6 +9,7 @@
  * 3 connection lost mid-run (the acked count printed and in --acked-file is
  * exactly what the node acknowledged). */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -46,7 +47,7 @@ static const char produce_usage[] =
     "                       [--first-sequence S] [--durability local|quorum]\n"
     "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
     "                       [--reconnect-seconds S] [--topic NAME [--range-index I]]\n"
-    "                       [--epoch E] [--json]\n"
+    "                       [--epoch E] [--brokers H:P,...] [--format text|json] [--json]\n"
     "\n"
     "Produces records to the range in CLIENT.yaml (or --topic's), and returns once\n"
     "every one is acknowledged (durable as --durability says).\n"
@@ -92,7 +93,8 @@ static const char produce_usage[] =
     "  --epoch E             expert, a fencing check: write at fencing epoch E to\n"
     "                        `addr` only: no Locate, no redirects, no retries; any\n"
     "                        refusal exits 1 with the node's error code and message\n"
-    "  --json                print the result as one JSON object\n"
+    CTL_BROKERS_USAGE
+    CTL_FORMAT_USAGE
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
     "broken acknowledgement, 2 usage or bad config, 3 connection lost\n"
@@ -141,6 +143,7 @@ struct produce_run {
     uint64_t epoch;               /* the fencing epoch Locate (or a redirect) gave */
     uint64_t redirects, reconnects;
     char lost_why[600];           /* why the last reconnect failed */
+    char why[300];                /* why the run was refused before its first batch */
     struct vt_content_builder builder;
     uint8_t *batch_buf;
     size_t batch_cap;
@@ -195,7 +198,8 @@ parse_one(int c, struct produce_opts *o)
     case 'e':
         o->have_epoch = true;
         return ctl_opt_u64(u, "--epoch", optarg, 0, UINT64_MAX, &o->epoch);
-    case 'j': o->json = true; return 0;
+    case CTL_OPT_JSON:
+    case CTL_OPT_FORMAT: return ctl_format_opt(u, c, optarg, &o->json);
     case 'f': o->file = optarg; return 0;
     case 'K': o->key = optarg; return 0;
     case 'S':
@@ -210,31 +214,34 @@ parse_one(int c, struct produce_opts *o)
     }
 }
 
+const struct option ctl_produce_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"records", required_argument, NULL, 'n'},
+    {"batch", required_argument, NULL, 'b'},
+    {"value-bytes", required_argument, NULL, 'v'},
+    {"first-sequence", required_argument, NULL, 's'},
+    {"durability", required_argument, NULL, 'd'},
+    {"acked-file", required_argument, NULL, 'a'},
+    {"inflight", required_argument, NULL, 'k'},
+    {"max-retries", required_argument, NULL, 'r'},
+    {"reconnect-seconds", required_argument, NULL, 'R'},
+    {"epoch", required_argument, NULL, 'e'},
+    CTL_FORMAT_OPTIONS,
+    {"file", required_argument, NULL, 'f'},
+    {"key", required_argument, NULL, 'K'},
+    {"key-separator", required_argument, NULL, 'S'},
+    {"producer-epoch", required_argument, NULL, 'P'},
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 /* 0 to run, PRODUCE_HELP after printing --help, or an exit code. */
 static int
 parse_opts(int argc, char **argv, struct produce_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"records", required_argument, NULL, 'n'},
-        {"batch", required_argument, NULL, 'b'},
-        {"value-bytes", required_argument, NULL, 'v'},
-        {"first-sequence", required_argument, NULL, 's'},
-        {"durability", required_argument, NULL, 'd'},
-        {"acked-file", required_argument, NULL, 'a'},
-        {"inflight", required_argument, NULL, 'k'},
-        {"max-retries", required_argument, NULL, 'r'},
-        {"reconnect-seconds", required_argument, NULL, 'R'},
-        {"epoch", required_argument, NULL, 'e'},
-        {"json", no_argument, NULL, 'j'},
-        {"file", required_argument, NULL, 'f'},
-        {"key", required_argument, NULL, 'K'},
-        {"key-separator", required_argument, NULL, 'S'},
-        {"producer-epoch", required_argument, NULL, 'P'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *longopts = ctl_produce_options;
     *o = (struct produce_opts){.batch = 128, .value_bytes = 128, .durability = VT_DUR_LOCAL,
                                .inflight = 32, .max_retries = PRODUCE_MAX_RETRIES};
     ctl_opt_reset();
@@ -668,41 +675,55 @@ produce_batch_room(const struct vt_server_hello *sess)
 }
 
 /* Checks the options against the negotiated session and allocates. */
+/* A refusal before the first batch: the message to stderr (a usage error
+ * with the usage) and kept in r->why for the result line. */
+static int __attribute__((format(printf, 3, 4)))
+prepare_fail(struct produce_run *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof(r->why), fmt, ap);
+    va_end(ap);
+    if (code == CTL_EXIT_USAGE)
+        ctl_usage_error(produce_usage, "%s", r->why);
+    else
+        ctl_errorf("produce: %s", r->why);
+    print_result(r, "produce_failed", r->why);
+    return code;
+}
+
 static int
 produce_prepare(struct produce_run *r)
 {
     const struct produce_opts *o = r->o;
     const struct vt_server_hello *sess = vt_client_session(r->client);
     if (o->batch > sess->max_records)
-        return ctl_usage_error(produce_usage, "--batch %" PRIu64 " exceeds the node's max_records "
-                               "%" PRIu32, o->batch, sess->max_records);
+        return prepare_fail(r, CTL_EXIT_USAGE, "--batch %" PRIu64 " exceeds the node's "
+                            "max_records %" PRIu32, o->batch, sess->max_records);
     r->window = produce_window(o, sess);
     r->slots = calloc(r->window, sizeof(*r->slots));
     if (r->slots == NULL) {
-        ctl_errorf("produce: out of memory");
-        return CTL_EXIT_FAIL;
+        return prepare_fail(r, CTL_EXIT_FAIL, "out of memory");
     }
     if (r->in != NULL) {
         /* a batch of the user's records ends where the frame does */
         r->batch_cap = produce_batch_room(sess);
         r->batch_buf = malloc(r->batch_cap);
         if (r->batch_buf == NULL) {
-            ctl_errorf("produce: out of memory");
-            return CTL_EXIT_FAIL;
+            return prepare_fail(r, CTL_EXIT_FAIL, "out of memory");
         }
         return write_acked(r);
     }
     r->batch_cap = vt_content_batch_size((uint32_t)o->batch, (uint32_t)o->value_bytes);
     if (r->batch_cap + PRODUCE_REQ_OVERHEAD_BYTES + VT_FRAME_HEADER_BYTES > sess->max_frame)
-        return ctl_usage_error(produce_usage, "a batch of %" PRIu64 " records of %" PRIu64
-                               " value bytes (%zu bytes) does not fit the node's max frame of %"
-                               PRIu32 " bytes", o->batch, o->value_bytes, r->batch_cap,
-                               sess->max_frame);
+        return prepare_fail(r, CTL_EXIT_USAGE, "a batch of %" PRIu64 " records of %" PRIu64
+                            " value bytes (%zu bytes) does not fit the node's max frame of %"
+                            PRIu32 " bytes", o->batch, o->value_bytes, r->batch_cap,
+                            sess->max_frame);
     r->batch_buf = malloc(r->batch_cap);
     if (r->batch_buf == NULL ||
         vt_content_builder_init(&r->builder, (uint32_t)o->batch, (uint32_t)o->value_bytes) != 0) {
-        ctl_errorf("produce: out of memory");
-        return CTL_EXIT_FAIL;
+        return prepare_fail(r, CTL_EXIT_FAIL, "out of memory");
     }
     r->next_seq = o->first_seq;
     r->end_seq = o->first_seq + o->records;
@@ -753,12 +774,14 @@ ctl_produce_main(int argc, char **argv)
         return rc;
     struct produce_run r = {.o = &o};
     rc = ctl_client_config_load_range(o.config, &o.range, produce_usage, &r.cfg);
-    if (rc != 0)
+    if (rc != 0) {
+        print_result(&r, "produce_failed", o.range.error);
         return rc;
+    }
     r.producer_epoch = o.have_producer_epoch ? o.producer_epoch : r.cfg.producer_epoch;
     char err[600];
-    r.dial.cfg = r.cfg;
-    if (vt_client_connect(&r.dial.cfg, VT_ROLE_PRODUCER, &r.client, err, sizeof(err)) != 0) {
+    if (ctl_client_connect(&r.dial.cfg, &r.cfg, &o.range, VT_ROLE_PRODUCER, &r.client, err,
+                           sizeof(err)) != 0) {
         ctl_errorf("produce: %s", err);
         print_result(&r, "produce_failed", err);
         vt_client_config_free(&r.cfg);

@@ -3,6 +3,7 @@
 #include "ctl_segment.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,18 +23,19 @@
 static const char seg_usage[] = "usage: vtopctl segment <command> [<args>]\n";
 
 static const char verify_usage[] =
-    "usage: vtopctl segment verify PATH... [--json] [--expect-root HEX]\n"
+    "usage: vtopctl segment verify PATH... [--format text|json] [--json] [--expect-root HEX]\n"
     "\n"
     "Re-derives everything about sealed segments from the .segment file and its\n"
     "manifest (PATH names either one; a missing .index is only a warning).\n"
     "\n"
-    "  --json             one JSON object per PATH on stdout\n"
+    "  --format text|json one JSON object per PATH on stdout with json; --json is\n"
+    "                     --format json\n"
     "  --expect-root HEX  the content root (64 hex digits) every PATH must have\n"
     "\n"
     "Exit: 0 ok, 2 usage, 3 corrupt, 4 root pin mismatch (the worst over all PATHs).\n";
 
 static const char seal_usage[] =
-    "usage: vtopctl segment seal DIR [--node UUID] [--epoch N] [--json]\n"
+    "usage: vtopctl segment seal DIR [--node UUID] [--epoch N] [--format text|json] [--json]\n"
     "\n"
     "Seals the single range-*.active segment in the range directory DIR, offline\n"
     "(the node must not be running on DIR): scans it up to its commit boundary,\n"
@@ -42,16 +44,22 @@ static const char seal_usage[] =
     "\n"
     "  --node UUID  sealing node recorded in the manifest (default: nil UUID)\n"
     "  --epoch N    sealing fencing epoch recorded in the manifest (default 0)\n"
-    "  --json       print the result as one JSON object\n"
+    "  --format F   text (default) or json (one JSON object); --json: --format json\n"
     "\n"
     "Exit: 0 sealed, 1 failed or refused, 2 usage, 3 corrupt data below the boundary.\n";
 
 static const char dump_usage[] =
-    "usage: vtopctl segment dump PATH [--records]\n"
+    "usage: vtopctl segment dump PATH [--records] [--format text|json] [--json]\n"
     "\n"
     "Prints the segment header, the commit boundary (if a .commit file is beside\n"
     "PATH) and one line per batch; with --records also one line per record\n"
     "(keys and values as escaped text, at most 64 bytes each).\n"
+    "\n"
+    "  --records    also print every record\n"
+    "  --format F   text (default), or json: one JSON object with `header`,\n"
+    "               `commit_boundary` (null if none), `batches` (each with its\n"
+    "               `records` when --records is given), the totals and `error`\n"
+    "               (null, or where and why the data stopped); --json: --format json\n"
     "\n"
     "Exit: 0 ok, 1 unreadable, 2 usage, 3 corrupt data (below the boundary).\n";
 
@@ -152,13 +160,15 @@ verify_print_json(const char *path, int rc, const struct vt_verify_report *rep)
     printf("]}\n");
 }
 
+static const struct option verify_opts[] = {CTL_FORMAT_OPTIONS,
+                                            {"expect-root", required_argument, NULL, 'r'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+
 static int
 cmd_verify(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"expect-root", required_argument, NULL, 'r'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = verify_opts;
     bool json = false, have_pin = false;
     uint8_t pin[VT_SHA256_BYTES];
     int c;
@@ -167,8 +177,9 @@ cmd_verify(int argc, char **argv)
         if (c == 'h') {
             fputs(verify_usage, stdout);
             return CTL_EXIT_OK;
-        } else if (c == 'j') {
-            json = true;
+        } else if (c == CTL_OPT_JSON || c == CTL_OPT_FORMAT) {
+            if (ctl_format_opt(verify_usage, c, optarg, &json) != 0)
+                return CTL_EXIT_USAGE;
         } else if (c == 'r') {
             if (vt_hex_decode(optarg, strlen(optarg), pin, sizeof(pin), true) != 0)
                 return ctl_usage_error(verify_usage,
@@ -259,14 +270,16 @@ seal_print(const char *dir, const struct vt_seal_result *r, bool json)
            r->segment_bytes, r->truncated_bytes, r->chunk_count, root);
 }
 
+static const struct option seal_opts[] = {{"node", required_argument, NULL, 'n'},
+                                          {"epoch", required_argument, NULL, 'e'},
+                                          CTL_FORMAT_OPTIONS,
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+
 static int
 cmd_seal(int argc, char **argv)
 {
-    static const struct option opts[] = {{"node", required_argument, NULL, 'n'},
-                                         {"epoch", required_argument, NULL, 'e'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    const struct option *opts = seal_opts;
     struct vt_seal_params p = {{0}, 0};
     bool json = false;
     int c;
@@ -282,8 +295,9 @@ cmd_seal(int argc, char **argv)
             if (parse_u64(optarg, &p.sealing_fencing_epoch) != 0)
                 return ctl_usage_error(seal_usage, "--epoch needs a decimal integer, got '%s'",
                                        optarg);
-        } else if (c == 'j') {
-            json = true;
+        } else if (c == CTL_OPT_JSON || c == CTL_OPT_FORMAT) {
+            if (ctl_format_opt(seal_usage, c, optarg, &json) != 0)
+                return CTL_EXIT_USAGE;
         } else {
             return opt_error(c, argv, seal_usage);
         }
@@ -318,6 +332,24 @@ cmd_seal(int argc, char **argv)
 
 /* ---- dump ----------------------------------------------------------------- */
 
+/* At most 64 bytes as a JSON string: printable ASCII as it is, every other
+ * byte as \u00XX (so a key or value is shown byte for byte). */
+static void
+print_json_bytes(const uint8_t *p, uint32_t n)
+{
+    uint32_t show = n < 64 ? n : 64;
+    putchar('"');
+    for (uint32_t i = 0; i < show; i++) {
+        if (p[i] == '"' || p[i] == '\\')
+            printf("\\%c", p[i]);
+        else if (p[i] >= 0x20 && p[i] < 0x7f)
+            putchar(p[i]);
+        else
+            printf("\\u%04x", p[i]);
+    }
+    putchar('"');
+}
+
 /* At most 64 bytes as escaped text, with "..." when cut. */
 static void
 print_escaped(const uint8_t *p, uint32_t n)
@@ -338,13 +370,30 @@ print_escaped(const uint8_t *p, uint32_t n)
 }
 
 static void
-dump_header(const char *path, const struct vt_seg_header *h)
+dump_header(const char *path, const struct vt_seg_header *h, bool json)
 {
     char id[37], rid[37], node[37];
     const struct vt_log_limits *l = &h->limits;
     vt_uuid_format(h->segment_id, id);
     vt_uuid_format(h->range.range_id, rid);
     vt_uuid_format(h->creation_node, node);
+    if (json) {
+        printf("{\"path\":");
+        ctl_json_str(path);
+        printf(",\"header\":{\"segment_id\":\"%s\",\"topic\":", id);
+        ctl_json_str(h->range.topic);
+        printf(",\"topic_epoch\":%" PRIu64 ",\"range_id\":\"%s\",\"range_generation\":%" PRIu64
+               ",\"base_offset\":%" PRIu64 ",\"creation_node\":\"%s\","
+               "\"creation_fencing_epoch\":%" PRIu64 ",\"created_at_ms\":%" PRId64
+               ",\"limits\":{\"max_record_bytes\":%u,\"max_batch_bytes\":%u,"
+               "\"max_segment_bytes\":%" PRIu64 ",\"max_segment_records\":%" PRIu64
+               ",\"index_stride\":%u,\"chunk_bytes\":%u}}",
+               h->range.topic_epoch, rid, h->range.range_generation, h->base_offset, node,
+               h->creation_fencing_epoch, h->created_at_ms, l->max_record_bytes,
+               l->max_batch_bytes, l->max_segment_bytes, l->max_segment_records,
+               l->index_stride, l->chunk_bytes);
+        return;
+    }
     printf("%s\n  segment_id %s\n  topic %s epoch %" PRIu64 " range %s generation %" PRIu64
            "\n  base_offset %" PRIu64 "\n  created by %s at fencing epoch %" PRIu64 " at %" PRId64
            " ms\n  limits record %u batch %u segment %" PRIu64 " records %" PRIu64
@@ -357,7 +406,8 @@ dump_header(const char *path, const struct vt_seg_header *h)
 
 /* The boundary beside an .active/.segment PATH; false if none is usable. */
 static bool
-dump_boundary(const char *path, const struct vt_seg_header *h, struct vt_commit_point *cp)
+dump_boundary(const char *path, const struct vt_seg_header *h, struct vt_commit_point *cp,
+              bool json)
 {
     const char *dot = strrchr(path, '.');
     if (dot == NULL || (strcmp(dot, ".active") != 0 && strcmp(dot, ".segment") != 0))
@@ -367,7 +417,10 @@ dump_boundary(const char *path, const struct vt_seg_header *h, struct vt_commit_
     uint8_t buf[VT_COMMIT_FILE_BYTES + 1];
     int fd = open(cpath, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        printf("  commit boundary: none (%s)\n", strerror(errno));
+        if (json)
+            printf(",\"commit_boundary\":null");
+        else
+            printf("  commit boundary: none (%s)\n", strerror(errno));
         return false;
     }
     ssize_t n = pread(fd, buf, sizeof(buf), 0);
@@ -375,13 +428,58 @@ dump_boundary(const char *path, const struct vt_seg_header *h, struct vt_commit_
     unsigned which = 0;
     const char *why = "read failed";
     if (n < 0 || vt_commit_decode(buf, (size_t)n, h->segment_id, cp, &which, &why) != 0) {
-        printf("  commit boundary: unusable (%s)\n", why);
+        if (json) {
+            printf(",\"commit_boundary\":{\"usable\":false,\"why\":");
+            ctl_json_str(why);
+            printf("}");
+        } else {
+            printf("  commit boundary: unusable (%s)\n", why);
+        }
         return false;
+    }
+    if (json) {
+        printf(",\"commit_boundary\":{\"usable\":true,\"slot\":%u,\"sequence\":%" PRIu64
+               ",\"committed_next\":%" PRIu64 ",\"committed_end\":%" PRIu64 "}",
+               which, cp->sequence, cp->committed_next, cp->committed_end);
+        return true;
     }
     printf("  commit boundary: slot %u sequence %" PRIu64 " committed_next %" PRIu64
            " committed_end %" PRIu64 "\n",
            which, cp->sequence, cp->committed_next, cp->committed_end);
     return true;
+}
+
+static void
+dump_batch_json(const uint8_t *b, const struct vt_batch_hdr *h, uint64_t pos, bool uncommitted,
+                bool records)
+{
+    char pid[37];
+    vt_uuid_format(h->producer_id, pid);
+    printf("{\"position\":%" PRIu64 ",\"base_offset\":%" PRIu64 ",\"record_count\":%u"
+           ",\"producer_id\":\"%s\",\"producer_epoch\":%" PRIu64 ",\"base_sequence\":%" PRIu64
+           ",\"leader_epoch\":%" PRIu64 ",\"first_timestamp_ms\":%" PRId64
+           ",\"last_timestamp_ms\":%" PRId64 ",\"bytes\":%u,\"control\":%s,\"committed\":%s",
+           pos, h->base_offset, h->record_count, pid, h->producer_epoch, h->base_sequence,
+           h->leader_epoch, h->first_timestamp_ms, h->last_timestamp_ms, h->batch_len,
+           (h->attributes & VT_BATCH_ATTR_CONTROL) ? "true" : "false",
+           uncommitted ? "false" : "true");
+    if (records) {
+        struct vt_batch_iter it;
+        struct vt_record r;
+        uint64_t off = h->base_offset;
+        vt_batch_iter_init(&it, b);
+        printf(",\"records\":[");
+        for (bool first = true; vt_batch_iter_next(&it, &r) == 1; first = false) {
+            printf("%s{\"offset\":%" PRIu64 ",\"timestamp_ms\":%" PRId64 ",\"key\":",
+                   first ? "" : ",", off++, r.timestamp_ms);
+            print_json_bytes(r.key, r.key_len);
+            printf(",\"key_bytes\":%u,\"value\":", r.key_len);
+            print_json_bytes(r.value, r.value_len);
+            printf(",\"value_bytes\":%u}", r.value_len);
+        }
+        printf("]");
+    }
+    printf("}");
 }
 
 static void
@@ -417,13 +515,29 @@ struct dump_state {
     int fd;
     uint64_t size, pos, end; /* end = committed_end, or size */
     const struct vt_seg_header *hdr;
-    bool records;
+    bool records, json;
+    char error[200]; /* json: where and why the data stopped ("" none) */
     uint8_t *buf;
     size_t cap;
     uint64_t batches, recs;
 };
 
 /* One batch at d->pos: 1 printed, 0 end of data, -1 corrupt/unreadable. */
+/* Where the data stopped: a text line, or kept for the JSON `error`. */
+static void __attribute__((format(printf, 2, 3)))
+dump_stop(struct dump_state *d, const char *fmt, ...)
+{
+    char why[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    if (d->json)
+        snprintf(d->error, sizeof(d->error), "position %" PRIu64 ": %s", d->pos, why);
+    else
+        printf("position %" PRIu64 ": %s\n", d->pos, why);
+}
+
 static int
 dump_one(struct dump_state *d)
 {
@@ -432,17 +546,16 @@ dump_one(struct dump_state *d)
     struct vt_batch_hdr h;
     const char *why = "";
     if (left < VT_BATCH_HEADER_BYTES) {
-        printf("position %" PRIu64 ": %" PRIu64 " trailing bytes, too short for a batch\n", d->pos,
-               left);
+        dump_stop(d, "%" PRIu64 " trailing bytes, too short for a batch", left);
         return -1;
     }
     if (pread(d->fd, hb, sizeof(hb), (off_t)d->pos) != (ssize_t)sizeof(hb)) {
-        printf("position %" PRIu64 ": read failed\n", d->pos);
+        dump_stop(d, "read failed");
         return -1;
     }
     static const uint8_t zero[VT_BATCH_HEADER_BYTES];
     if (memcmp(hb, zero, sizeof(zero)) == 0) {
-        printf("position %" PRIu64 ": zeros (preallocated, never written)\n", d->pos);
+        dump_stop(d, "zeros (preallocated, never written)");
         return 0;
     }
     const struct vt_log_limits *l = &d->hdr->limits;
@@ -462,10 +575,15 @@ dump_one(struct dump_state *d)
         rc = vt_batch_validate(d->buf, h.batch_len, l->max_batch_bytes, l->max_record_bytes, &h,
                                &why);
     if (rc != 0) {
-        printf("position %" PRIu64 ": %s\n", d->pos, why);
+        dump_stop(d, "%s", why);
         return -1;
     }
-    dump_batch(d->buf, &h, d->pos, d->pos >= d->end, d->records);
+    if (d->json && d->batches > 0)
+        putchar(',');
+    if (d->json)
+        dump_batch_json(d->buf, &h, d->pos, d->pos >= d->end, d->records);
+    else
+        dump_batch(d->buf, &h, d->pos, d->pos >= d->end, d->records);
     d->batches++;
     d->recs += h.record_count;
     d->pos += h.batch_len;
@@ -473,7 +591,7 @@ dump_one(struct dump_state *d)
 }
 
 static int
-dump_file(const char *path, bool records)
+dump_file(const char *path, bool records, bool json)
 {
     struct vt_seg_header hdr;
     struct vt_commit_point cp;
@@ -491,17 +609,30 @@ dump_file(const char *path, bool records)
         close(fd);
         return CTL_EXIT_CORRUPT;
     }
-    dump_header(path, &hdr);
-    bool have_cp = dump_boundary(path, &hdr, &cp);
+    dump_header(path, &hdr, json);
+    bool have_cp = dump_boundary(path, &hdr, &cp, json);
     struct dump_state d = {.fd = fd,
                            .size = (uint64_t)size,
                            .pos = VT_SEG_HEADER_BYTES,
                            .hdr = &hdr,
-                           .records = records};
+                           .records = records,
+                           .json = json};
     d.end = have_cp ? cp.committed_end : d.size;
     int rc = 1;
+    if (json)
+        printf(",\"batches\":[");
     while (d.pos < d.size && (rc = dump_one(&d)) == 1)
         ;
+    if (json) {
+        printf("],\"batch_count\":%" PRIu64 ",\"record_count\":%" PRIu64
+               ",\"data_end\":%" PRIu64 ",\"file_bytes\":%" PRIu64 ",\"error\":",
+               d.batches, d.recs, d.pos, d.size);
+        if (d.error[0] != '\0')
+            ctl_json_str(d.error);
+        else
+            printf("null");
+        printf("}\n");
+    } else
     printf("%" PRIu64 " batches, %" PRIu64 " records, data ends at %" PRIu64 " of %" PRIu64
            " bytes\n",
            d.batches, d.recs, d.pos, d.size);
@@ -511,12 +642,16 @@ dump_file(const char *path, bool records)
     return rc < 0 && d.pos < d.end ? CTL_EXIT_CORRUPT : CTL_EXIT_OK;
 }
 
+static const struct option dump_opts[] = {{"records", no_argument, NULL, 'r'},
+                                          CTL_FORMAT_OPTIONS,
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+
 static int
 cmd_dump(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"records", no_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    bool records = false;
+    const struct option *opts = dump_opts;
+    bool records = false, json = false;
     int c;
     opt_reset();
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -525,26 +660,29 @@ cmd_dump(int argc, char **argv)
             return CTL_EXIT_OK;
         } else if (c == 'r') {
             records = true;
+        } else if (c == CTL_OPT_JSON || c == CTL_OPT_FORMAT) {
+            if (ctl_format_opt(dump_usage, c, optarg, &json) != 0)
+                return CTL_EXIT_USAGE;
         } else {
             return opt_error(c, argv, dump_usage);
         }
     }
     if (argc - optind != 1)
         return ctl_usage_error(dump_usage, "segment dump needs exactly one PATH");
-    return dump_file(argv[optind], records);
+    return dump_file(argv[optind], records, json);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
 
-static const struct ctl_command seg_cmds[] = {
-    {"verify", cmd_verify, "verify sealed segments against their manifests"},
-    {"seal", cmd_seal, "seal the active segment of a range directory (offline)"},
-    {"dump", cmd_dump, "print a segment's header, batches and records"},
+const struct ctl_command ctl_segment_cmds[] = {
+    {"verify", cmd_verify, "verify sealed segments against their manifests", verify_opts, NULL},
+    {"seal", cmd_seal, "seal the active segment of a range directory (offline)", seal_opts, NULL},
+    {"dump", cmd_dump, "print a segment's header, batches and records", dump_opts, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 int
 ctl_segment_main(int argc, char **argv)
 {
-    return ctl_dispatch("vtopctl segment", seg_usage, seg_cmds,
-                        sizeof(seg_cmds) / sizeof(seg_cmds[0]), argc, argv);
+    return ctl_dispatch("vtopctl segment", seg_usage, ctl_segment_cmds, argc, argv);
 }

@@ -20,6 +20,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_progress.h"
 #include "vt_client.h"
 #include "vt_content.h"
 
@@ -35,7 +36,8 @@
 static const char verify_usage[] =
     "usage: vtopctl verify --config CLIENT.yaml [--expect-at-least N]\n"
     "                      [--verify-content-through O] [--value-bytes V] [--batch B]\n"
-    "                      [--topic NAME [--range-index I]] [--json]\n"
+    "                      [--topic NAME [--range-index I]] [--brokers H:P,...]\n"
+    "                      [--format text|json] [--json]\n"
     "\n"
     "Fetches the range in CLIENT.yaml (or --topic's) from offset 0 to its high-water mark (HWM)\n"
     "and fails on: an HWM that goes back between fetches, a record at or above\n"
@@ -51,8 +53,10 @@ static const char verify_usage[] =
     "  --value-bytes V              also require values of exactly V bytes\n"
     "  --batch B                    max records per fetch (default 512)\n"
     CTL_RANGE_USAGE
-    "  --json                       print the result as one JSON object\n"
+    CTL_BROKERS_USAGE
+    CTL_FORMAT_USAGE
     "\n"
+    "On a terminal (stderr), a progress line shows the offsets read of the HWM.\n"
     "Prints `verify_done records=... hwm=...`. Exit: 0 ok, 1 a check failed or\n"
     "the node could not be read, 2 usage or bad config.\n";
 
@@ -73,6 +77,7 @@ struct verify_run {
     uint64_t fetches;
     uint64_t retries;      /* retryable refusals, retried */
     uint32_t retry_streak; /* consecutive ones */
+    struct ctl_progress progress; /* on: stderr is a terminal */
     char why[700];
 };
 
@@ -95,25 +100,29 @@ parse_one(int c, struct verify_opts *o)
         o->value_bytes = (long)v;
         return rc;
     case 'b': return ctl_opt_u64(u, "--batch", optarg, 1, VT_PROTO_ABSOLUTE_MAX_RECORDS, &o->batch);
-    case 'j': o->json = true; return 0;
+    case CTL_OPT_JSON:
+    case CTL_OPT_FORMAT: return ctl_format_opt(u, c, optarg, &o->json);
     default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
 
+const struct option ctl_verify_options[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"expect-at-least", required_argument, NULL, 'n'},
+    {"verify-content-through", required_argument, NULL, 'o'},
+    {"value-bytes", required_argument, NULL, 'v'},
+    {"batch", required_argument, NULL, 'b'},
+    CTL_FORMAT_OPTIONS,
+    CTL_RANGE_OPTIONS,
+    CTL_BROKERS_OPTION,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static int
 parse_opts(int argc, char **argv, struct verify_opts *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"expect-at-least", required_argument, NULL, 'n'},
-        {"verify-content-through", required_argument, NULL, 'o'},
-        {"value-bytes", required_argument, NULL, 'v'},
-        {"batch", required_argument, NULL, 'b'},
-        {"json", no_argument, NULL, 'j'},
-        CTL_RANGE_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    const struct option *longopts = ctl_verify_options;
     *o = (struct verify_opts){.value_bytes = -1, .batch = 512};
     ctl_opt_reset();
     int c;
@@ -138,9 +147,22 @@ parse_opts(int argc, char **argv, struct verify_opts *o)
 
 /* ---- output --------------------------------------------------------------------- */
 
+/* The progress line (a terminal on stderr only): records read of the HWM. */
 static void
-print_result(const struct verify_run *r, const char *status, const char *error)
+show_progress(struct verify_run *r, bool last)
 {
+    uint64_t pct = r->v.hwm ? r->v.next * 100 / r->v.hwm : 100;
+    ctl_progress_show(&r->progress, last,
+                      "verified %" PRIu64 "/%" PRIu64 " offsets (%" PRIu64 "%%), %" PRIu64
+                      " records, content checked %" PRIu64,
+                      r->v.next, r->v.hwm, pct > 100 ? 100 : pct, r->v.records, r->v.checked);
+}
+
+static void
+print_result(struct verify_run *r, const char *status, const char *error)
+{
+    if (r->progress.drawn)
+        show_progress(r, true);
     if (r->o->json) {
         printf("{\"status\":\"%s\",\"records\":%" PRIu64 ",\"hwm\":%" PRIu64
                ",\"content_checked\":%" PRIu64 ",\"fetches\":%" PRIu64 ",\"retries\":%" PRIu64,
@@ -226,6 +248,7 @@ verify_loop(struct verify_run *r, const struct vt_range_ident *range)
         }
         if (r->v.next >= r->v.hwm)
             break;
+        show_progress(r, false);
     }
     if (r->v.hwm < r->o->expect_at_least) {
         snprintf(r->why, sizeof(r->why), "final HWM %" PRIu64 " is below --expect-at-least %"
@@ -255,10 +278,12 @@ ctl_verify_main(int argc, char **argv)
     rc = ctl_client_config_load_range(o.config, &o.range, verify_usage, &cfg);
     if (rc != 0)
         return rc;
-    struct verify_run r = {.o = &o};
+    struct verify_run r = {.o = &o, .progress = {.on = ctl_progress_wanted(false)}};
     vt_content_verifier_init(&r.v, o.content_through, o.value_bytes);
     char err[600];
-    if (vt_client_connect(&cfg, VT_ROLE_CONSUMER, &r.client, err, sizeof(err)) != 0) {
+    struct vt_client_config conn;
+    if (ctl_client_connect(&conn, &cfg, &o.range, VT_ROLE_CONSUMER, &r.client, err,
+                           sizeof(err)) != 0) {
         snprintf(r.why, sizeof(r.why), "%s", err);
         rc = verify_fail(&r);
     } else {

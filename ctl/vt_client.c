@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,15 +103,75 @@ rx_reserve(struct vt_client *c, size_t need)
     return 0;
 }
 
-/* Reads the next complete, valid frame (any kind, any id). */
-static int
-read_frame(struct vt_client *c, struct vt_frame *f, uint64_t deadline_ms, const char *what)
+/* Drops the frame last returned from the receive buffer. */
+static void
+rx_compact(struct vt_client *c)
 {
     if (c->rx_frame > 0) {
         memmove(c->rx, c->rx + c->rx_frame, c->rx_len - c->rx_frame);
         c->rx_len -= c->rx_frame;
         c->rx_frame = 0;
     }
+}
+
+/* Room for at least the rest of the frame being received. */
+static int
+rx_reserve_next(struct vt_client *c)
+{
+    size_t need = RX_INITIAL_BYTES;
+    if (c->rx_len >= VT_FRAME_HEADER_BYTES)
+        need = VT_FRAME_HEADER_BYTES + vt_be32_get(c->rx + VT_FRAME_OFF_PAYLOAD_LEN);
+    return rx_reserve(c, need > c->rx_len ? need : c->rx_len + 1);
+}
+
+int
+vt_client_poll(struct vt_client *c, uint64_t timeout_ms)
+{
+    if (c->broken)
+        return vt_client__fail(c, -ECONNRESET, "the connection is no longer usable");
+    rx_compact(c);
+    uint64_t deadline = vt_clock_mono_ms() + timeout_ms;
+    for (;;) {
+        struct vt_frame f;
+        size_t used = 0;
+        const char *why = NULL;
+        int rc = vt_frame_parse(c->rx, c->rx_len, c->max_frame, &f, &used, &why);
+        if (rc == 0)
+            return 1; /* left in the buffer for the next receive */
+        if (rc != -EAGAIN)
+            return vt_client__fail(c, -EPROTO, "bad frame from the server: %s", why);
+        rc = rx_reserve_next(c);
+        if (rc != 0)
+            return rc;
+        ssize_t n = vt_tls_client_read_some(c->tls, c->rx + c->rx_len, c->rx_cap - c->rx_len,
+                                            VT_TLS_CLIENT_NO_WAIT, "waiting for a response");
+        if (n > 0) {
+            c->rx_len += (size_t)n;
+            continue;
+        }
+        if (n != -EAGAIN)
+            return tls_fail(c, (int)n);
+        uint64_t now = vt_clock_mono_ms();
+        if (now >= deadline)
+            return 0;
+        struct pollfd p = {.fd = vt_tls_client_fd(c->tls), .events = POLLIN};
+        uint64_t left = deadline - now;
+        if (poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+            return vt_client__fail(c, -errno, "poll: %s", strerror(errno));
+    }
+}
+
+int
+vt_client_fd(const struct vt_client *c)
+{
+    return vt_tls_client_fd(c->tls);
+}
+
+/* Reads the next complete, valid frame (any kind, any id). */
+static int
+read_frame(struct vt_client *c, struct vt_frame *f, uint64_t deadline_ms, const char *what)
+{
+    rx_compact(c);
     for (;;) {
         size_t used = 0;
         const char *why = NULL;
@@ -122,10 +183,7 @@ read_frame(struct vt_client *c, struct vt_frame *f, uint64_t deadline_ms, const 
         if (rc != -EAGAIN)
             return vt_client__fail(c, -EPROTO, "bad frame from the server while %s: %s", what,
                                    why);
-        size_t need = RX_INITIAL_BYTES;
-        if (c->rx_len >= VT_FRAME_HEADER_BYTES)
-            need = VT_FRAME_HEADER_BYTES + vt_be32_get(c->rx + VT_FRAME_OFF_PAYLOAD_LEN);
-        rc = rx_reserve(c, need > c->rx_len ? need : c->rx_len + 1);
+        rc = rx_reserve_next(c);
         if (rc != 0)
             return rc;
         ssize_t n = vt_tls_client_read_some(c->tls, c->rx + c->rx_len, c->rx_cap - c->rx_len,

@@ -90,6 +90,17 @@ int vt_client_send(struct vt_client *c, uint16_t kind, const void *payload, uint
  * -EREMOTEIO: use vt_client_wait_response for that. */
 int vt_client_recv(struct vt_client *c, struct vt_frame *f) VT_MUST_USE;
 
+/* Whether a whole frame has arrived, so that the next vt_client_recv or
+ * vt_client_wait_response returns without waiting: reads what the socket
+ * holds, then waits up to `timeout_ms` (0: not at all) for the rest.
+ * 1 (a frame is buffered), 0 (not yet), or a failure (-ECONNRESET, -EPROTO,
+ * ... as vt_client_recv). Like a receive, it ends the validity of the last
+ * frame returned. */
+int vt_client_poll(struct vt_client *c, uint64_t timeout_ms) VT_MUST_USE;
+/* The connection's socket (non-blocking), for a caller's own poll(2):
+ * POLLIN when vt_client_poll may make progress. */
+int vt_client_fd(const struct vt_client *c);
+
 /* Waits for the response to `request_id`, which must be the oldest in
  * flight, and checks its kind. 0 with *f, -EREMOTEIO for an Error frame
  * (details in vt_client_server_error), or another failure. */

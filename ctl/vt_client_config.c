@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Exactly one form: by range_id (with topic_epoch, optionally
  * range_generation) or by index (default 0, neither of the identity keys). */
@@ -178,4 +179,20 @@ vt_client_config_range_by_index(struct vt_client_config *cfg, const char *topic,
     cfg->has_range = true;
     derive_range(cfg);
     return 0;
+}
+
+const char *
+vt_client_config_default_path(const char *given)
+{
+    if (given != NULL)
+        return given;
+    const char *env = getenv("VTOP_CONFIG");
+    if (env != NULL && env[0] != '\0')
+        return env;
+    static char home_cfg[4096];
+    const char *home = getenv("HOME");
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    snprintf(home_cfg, sizeof(home_cfg), "%s/.config/vtop/vtop.yaml", home);
+    return access(home_cfg, F_OK) == 0 ? home_cfg : NULL;
 }

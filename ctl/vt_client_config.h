@@ -106,6 +106,11 @@ int vt_client_config_load_string(const char *name, const char *text, size_t len,
                                  struct vt_cfg_error *err) VT_MUST_USE;
 void vt_client_config_free(struct vt_client_config *cfg);
 
+/* The client config to use: `given` when not NULL, else $VTOP_CONFIG when
+ * set and not empty, else ~/.config/vtop/vtop.yaml when it exists, else
+ * NULL. The result may point at a static buffer (one caller at a time). */
+const char *vt_client_config_default_path(const char *given);
+
 /* Replaces the config's range (whatever its form, or none) by `topic`'s range
  * number `index` (the --topic / --range-index override of the tools). 0;
  * -EINVAL with `err` naming the topic when it is not 1..249 bytes of

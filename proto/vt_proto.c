@@ -255,6 +255,8 @@ vt_proto_encode_fetch(struct vt_wr *w, const struct vt_fetch_req *m)
     vt_wr_u64(w, m->start);
     vt_wr_u32(w, m->max_bytes);
     vt_wr_u32(w, m->max_records);
+    if (m->max_wait_ms > 0)
+        vt_wr_u32(w, m->max_wait_ms);
 }
 
 int
@@ -274,6 +276,15 @@ vt_proto_decode_fetch(const uint8_t *p, size_t len, struct vt_fetch_req *m, cons
     if (m->max_bytes == 0 || m->max_records == 0) {
         *why = "max_bytes and max_records must be > 0";
         return -EBADMSG;
+    }
+    if (vt_rd_remaining(&r) > 0) {
+        if (vt_rd_u32(&r, "max_wait_ms", &m->max_wait_ms))
+            return vt_proto_fail(&r, why);
+        if (m->max_wait_ms > VT_PROTO_MAX_FETCH_WAIT_MS) {
+            *why = vt_proto_why("max_wait_ms %u is above %u", m->max_wait_ms,
+                                VT_PROTO_MAX_FETCH_WAIT_MS);
+            return -EBADMSG;
+        }
     }
     return vt_proto_finish(&r, why);
 }

@@ -162,12 +162,18 @@ struct vt_produce_resp {
     uint64_t committed_next; /* the range's committed offset after this write */
 };
 
+/* The longest a fetch may wait at the HWM for new records (long-poll). */
+#define VT_PROTO_MAX_FETCH_WAIT_MS 30000u
+
 struct vt_fetch_req {
     struct vt_range_ident range;
     uint64_t fencing_epoch; /* 0 = any */
     uint64_t start;
     uint32_t max_bytes;     /* > 0 */
     uint32_t max_records;   /* 1 .. negotiated */
+    /* Optional trailing field: at the HWM, wait up to this long for records
+     * before answering empty (0, or absent: answer at once). */
+    uint32_t max_wait_ms;   /* 0 .. VT_PROTO_MAX_FETCH_WAIT_MS */
 };
 
 struct vt_fetch_resp {

@@ -132,7 +132,7 @@ note_hwm(struct vt_repl_range *rr, uint64_t hwm)
 {
     if (hwm > rr->hwm_raw)
         rr->hwm_raw = hwm;
-    atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+    vt_repl__publish_hwm(rr);
 }
 
 /* Appends every batch of the request; the last one's durability answers. */

@@ -133,6 +133,10 @@ struct vt_repl_range_config {
      * named this replica its successor: campaign now. */
     void (*handoff)(void *arg, const struct vt_range_ident *range, uint64_t epoch);
     void *hint_arg;
+    /* Optional, on the owner core: the published HWM may have risen (fetches
+     * waiting at the HWM are answered). */
+    void (*hwm_moved)(void *arg);
+    void *hwm_arg;
 };
 
 struct vt_repl_node;

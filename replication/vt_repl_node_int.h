@@ -263,4 +263,8 @@ struct vt_epoch_entry *vt_repl__hist(struct vt_repl_range *rr);
 uint8_t *vt_repl__buf(struct vt_repl_range *rr);
 struct vt_metrics_shard *vt_repl__shard(const struct vt_repl_range *rr);
 
+/* Publishes the range's HWM (pub->hwm) and tells the host it may have
+ * risen (cfg.hwm_moved). On the owner core. */
+void vt_repl__publish_hwm(struct vt_repl_range *rr);
+
 #endif

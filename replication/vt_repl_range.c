@@ -97,11 +97,19 @@ vt_repl_range_retain_floor(const struct vt_repl_range *rr)
     return floor;
 }
 
+void
+vt_repl__publish_hwm(struct vt_repl_range *rr)
+{
+    atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+    if (rr->cfg.hwm_moved != NULL)
+        rr->cfg.hwm_moved(rr->cfg.hwm_arg);
+}
+
 static void
 publish_followers(struct vt_repl_range *rr)
 {
     struct vt_repl_pub *pub = rr->cfg.pub;
-    atomic_store_explicit(&pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+    vt_repl__publish_hwm(rr);
     if (rr->lead == NULL)
         return;
     uint64_t next = vt_repl_leader_next(rr->lead);
@@ -493,6 +501,8 @@ op_on_hwm(void *arg, uint64_t hwm)
         rr->hwm_raw = h;
     atomic_store_explicit(&rr->cfg.pub->hwm, h, memory_order_relaxed);
     qw_complete(rr, h);
+    if (rr->cfg.hwm_moved != NULL)
+        rr->cfg.hwm_moved(rr->cfg.hwm_arg);
 }
 
 static void
@@ -537,7 +547,7 @@ vt_repl_range_local_durable(struct vt_repl_range *rr)
     if (rr->lead != NULL)
         vt_repl_leader_local_durable(rr->lead, vt_rlog_committed(rr->log));
     else /* a follower's HWM is clamped to what it has durable */
-        atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+        vt_repl__publish_hwm(rr);
 }
 
 /* ---- leader: answers from the followers -------------------------------------------- */

@@ -179,7 +179,7 @@ run_vtop() {
     done
     [ "$voters" = 3 ] || { echo "meta_vs_etcd.sh: the vtop group never had 3 voters" >&2; return 1; }
     local rc=0
-    "$bin/vtop-bench" meta --admin "$work/admin.yaml" --connections "$conns" \
+    "$bin/vtop-bench" meta --config "$work/admin.yaml" --connections "$conns" \
         --inflight "$inflight" --seconds "$seconds" --warmup "$warmup" --json \
         >"$work/vtop-$r.json" 2>"$work/vtop-$r.err" || rc=$?
     for n in 1 2 3; do

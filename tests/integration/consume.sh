@@ -12,6 +12,7 @@ node=${1:?usage: consume.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 ctl=${2:?usage: consume.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 src=${3:?usage: consume.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 command -v openssl >/dev/null || { echo "SKIP: openssl CLI not installed (certificates)"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: curl not installed (metrics)"; exit 77; }
 
 work=$(mktemp -d /tmp/vtop-consume.XXXXXX)
 pids=()
@@ -167,13 +168,48 @@ for _ in $(seq 1 100); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.05; done
 wait "$fpid" || fail "consume --follow --max 3 exited $?: $(cat "$work/follow.err")"
 [ "$(cat "$work/follow.out")" = "$(printf 'first\nsecond\nthird')" ] ||
     fail "followed records: $(cat "$work/follow.out")"
+# long-poll: a follower waits at the node (--poll-ms 20000, the vtop_broker_fetch_parked
+# gauge shows it) and the next record ends the wait at once, not after 20 s
+obs=$(sed -n 's/^node_ready.* observability=\([0-9.:]*\).*/\1/p' "$work/node.out")
+"$ctl" consume "${cfg[@]}" --from latest --follow --max 1 --poll-ms 20000 --format raw \
+    >"$work/lp.out" 2>"$work/lp.err" &
+fpid=$!
+pids+=("$fpid")
+parked=""
+for _ in $(seq 1 100); do
+    parked=$(curl -s "http://$obs/metrics" | awk '$1 == "vtop_broker_fetch_parked" {print $2}')
+    [ "$parked" = 1 ] && break
+    sleep 0.05
+done
+[ "$parked" = 1 ] || fail "vtop_broker_fetch_parked is '$parked' while a follower waits"
+"$ctl" produce "${cfg[@]}" woken >/dev/null 2>&1 || fail "produce while a fetch waits"
+for _ in $(seq 1 100); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$fpid" 2>/dev/null && fail "a record did not end a parked fetch's wait within 5 s"
+wait "$fpid" || fail "consume --poll-ms 20000 exited $?: $(cat "$work/lp.err")"
+[ "$(cat "$work/lp.out")" = woken ] || fail "long-poll follower: $(cat "$work/lp.out")"
 "$ctl" consume "${cfg[@]}" --follow >"$work/follow.out" 2>"$work/follow.err" &
 fpid=$!
 pids+=("$fpid")
 sleep 0.5
 kill -INT "$fpid"
 wait "$fpid" || fail "consume --follow after SIGINT exited $?: $(cat "$work/follow.err")"
-grep -q '^consume_done records=16 next_offset=16 hwm=16' "$work/follow.err" ||
+grep -q '^consume_done records=17 next_offset=17 hwm=17' "$work/follow.err" ||
     fail "consume --follow SIGINT: $(cat "$work/follow.err")"
+
+# --- the node goes away under a follower: exit 3 without --reconnect-seconds ----------
+"$ctl" consume "${cfg[@]}" --follow >"$work/follow.out" 2>"$work/follow.err" &
+fpid=$!
+pids+=("$fpid")
+sleep 0.5
+kill -KILL "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null
+frc=0
+wait "$fpid" || frc=$?
+[ "$frc" = 3 ] || fail "consume --follow after the node died exited $frc, not 3: $(cat "$work/follow.err")"
+grep -q '^consume_done records=17 next_offset=17 hwm=17' "$work/follow.err" ||
+    fail "consume after the node died: $(cat "$work/follow.err")"
+# no node to start from is a failed connect (exit 1, naming the address)
+expect_rc 1 "consume with no node" "$ctl" consume "${cfg[@]}" --reconnect-seconds 1
+expect_err "no node of the config answered: 127.0.0.1:$port"
 echo "PASS"
 exit 0

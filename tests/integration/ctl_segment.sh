@@ -38,6 +38,7 @@ has() { grep -q -- "$1" "$2" || fail "expected '$1' in $2"; }
 flip() {
     local orig
     orig=$(dd if="$2" bs=1 skip="$1" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+    # shellcheck disable=SC2059  # the format is the one octal escape of the byte
     printf "\\$(printf %o $((orig ^ 255)))" | dd of="$2" bs=1 seek="$1" conv=notrunc 2>/dev/null
 }
 
@@ -57,14 +58,41 @@ has "72 batches, 500 records" "$out"
 expect 0 "$VTOPCTL" segment dump "$dir/$stem.active" --records
 has 'key "key-1000" (8) value "' "$out"
 has '\\x' "$out"
+# the same as one JSON object (python3 checks it parses and what it holds).
+expect 0 "$VTOPCTL" segment dump "$dir/$stem.active" --records --format json
+[ "$(wc -l <"$out")" -eq 1 ] || fail "dump --format json must print one line"
+if command -v python3 >/dev/null; then
+    python3 - "$out" <<'PY' || fail "dump --format json: not the expected JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["header"]["topic"] == "itest.topic", d["header"]
+assert d["header"]["base_offset"] == 1000
+assert d["commit_boundary"]["usable"] and d["commit_boundary"]["slot"] == 1
+assert d["batch_count"] == 72 and d["record_count"] == 500, (d["batch_count"], d["record_count"])
+assert len(d["batches"]) == 72
+b = d["batches"][0]
+assert b["position"] == 4096 and b["base_offset"] == 1000 and b["record_count"] == 7
+assert b["producer_id"] == "5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a"
+assert b["records"][0]["key"] == "key-1000" and b["records"][0]["key_bytes"] == 8
+assert any(x["control"] for x in d["batches"])
+assert d["error"].endswith("zeros (preallocated, never written)"), d["error"]
+PY
+fi
+expect 0 "$VTOPCTL" segment dump "$dir/$stem.active" --json
+has '"batch_count":72,"record_count":500' "$out"
+if grep -q '"records":\[' "$out"; then fail "dump --json without --records lists records"; fi
+expect 2 "$VTOPCTL" segment dump "$dir/$stem.active" --format yaml
+has "--format: 'yaml' is not text or json" "$err"
+[ ! -s "$out" ] || fail "a bad --format must not print to stdout"
 
-# seal it.
-expect 0 "$VTOPCTL" segment seal "$dir" --node 11111111-2222-3333-4444-555555555555 --epoch 7
+# seal it (--format text is the default, spelled out).
+expect 0 "$VTOPCTL" segment seal "$dir" --format text --node 11111111-2222-3333-4444-555555555555 --epoch 7
 has "offsets 1000..1500 records 500 batches 72" "$out"
 has "cut 5000 uncommitted bytes" "$out"
 seg=$dir/$stem.segment
-[ -f "$seg" ] && [ -f "$dir/$stem.manifest.json" ] && [ -f "$dir/$stem.index" ] ||
+if ! [ -f "$seg" ] || ! [ -f "$dir/$stem.manifest.json" ] || ! [ -f "$dir/$stem.index" ]; then
     fail "sealed files missing"
+fi
 [ ! -e "$dir/$stem.active" ] || fail ".active still present after seal"
 has '"sealing_node":"11111111-2222-3333-4444-555555555555","sealing_fencing_epoch":7' \
     "$dir/$stem.manifest.json"
@@ -83,7 +111,7 @@ has "2 active segments" "$err"
 expect 0 "$VTOPCTL" segment verify "$seg"
 has "$seg: OK" "$out"
 has "passed   content-root" "$out"
-expect 0 "$VTOPCTL" segment verify "$dir/$stem.manifest.json" --json
+expect 0 "$VTOPCTL" segment verify "$dir/$stem.manifest.json" --format json
 root=$(grep -o '"root":"[0-9a-f]\{64\}"' "$out" | head -1 | cut -d'"' -f4)
 [ ${#root} -eq 64 ] || fail "no root in JSON output"
 has '"passed":true' "$out"

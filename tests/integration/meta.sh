@@ -35,6 +35,7 @@ fail() {
     exit 1
 }
 
+# shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     for n in 1 2 3 4 5; do
         [ -n "${PIDS[$n]}" ] && kill -9 "${PIDS[$n]}" 2>/dev/null
@@ -100,7 +101,7 @@ sed -e "s#$C/$OP#$C/$OTHER#g" "$WORK/admin.yaml" >"$WORK/other.yaml"
 start() {
     local n=$1
     "$NODE_BIN" --config "$WORK/n$n.yaml" >>"$WORK/n$n.log" 2>&1 &
-    PIDS[$n]=$!
+    PIDS[n]=$!
     local i
     for i in $(seq 1 100); do
         grep -q "node_ready" "$WORK/n$n.log" 2>/dev/null && return 0
@@ -117,7 +118,7 @@ stop() {
     kill -TERM "${PIDS[$n]}"
     wait "${PIDS[$n]}"
     rc=$?
-    PIDS[$n]=""
+    PIDS[n]=""
     [ "$rc" = 0 ] || fail "node $n exited $rc on SIGTERM"
 }
 
@@ -169,7 +170,23 @@ usage_case "promote needs --id" promote --config "$WORK/admin.yaml"
 usage_case "init needs --members" init --config "$WORK/admin.yaml"
 usage_case "not ID=HOST:PORT" init --config "$WORK/admin.yaml" --members 1=nowhere
 usage_case "--range: 'x' is not a UUID" range-lease --config "$WORK/admin.yaml" --range x
-usage_case "--config is required" status
+mkdir -p "$WORK/nohome"
+HOME=$WORK/nohome VTOP_ADMIN_CONFIG='' usage_case "no admin config: pass --config PATH, set VTOP_ADMIN_CONFIG" status
+# every subcommand's flags are its own: --members belongs to init only
+usage_case "unknown option '--members'" promote --config "$WORK/admin.yaml" --members 1=a:1
+usage_case "--format: 'yaml' is not text or json" status --config "$WORK/admin.yaml" --format yaml
+# per-subcommand help: its own usage line, its flags and an example
+for sub in status membership init add-learner promote change-membership remove \
+    transfer-leader register-node set-node-state create-topic grant-lease release-lease \
+    range-lease nodes; do
+    out=$("$CTL" meta "$sub" --help) || fail "meta $sub --help: exit $?"
+    expect "meta $sub --help" "usage: vtopctl meta $sub " "$out"
+    expect "meta $sub --help example" "Example:" "$out"
+    expect "meta $sub --help example line" "  vtopctl meta $sub " "$out"
+done
+out=$("$CTL" meta create-topic --help)
+expect "create-topic --help flags" "--replication-factor R" "$out"
+case $out in *"--members"*) fail "create-topic --help lists init's --members" ;; esac
 usage_case "set-node-state needs --state" set-node-state --config "$WORK/admin.yaml" \
     --node $HOLDER --expected-generation 0
 echo "bogus: 1" >"$WORK/bad.yaml"
@@ -241,6 +258,17 @@ out=$(ctl range-lease --range $RANGE) || fail "range-lease: $out"
 expect "range-lease" "found=true holder=$HOLDER fencing_epoch=1 lease_epoch=1 deadline=never range_generation=1" "$out"
 out=$(ctl range-lease --range $RANGE --json) || fail "range-lease --json"
 expect "range-lease json" "\"expires_at_ms\":null" "$out"
+out=$(ctl range-lease --range $RANGE --format json) || fail "range-lease --format json"
+expect "range-lease --format json" "\"expires_at_ms\":null" "$out"
+# the default admin config: $VTOP_ADMIN_CONFIG, then ~/.config/vtop/admin.yaml
+out=$(VTOP_ADMIN_CONFIG=$WORK/admin.yaml "$CTL" meta range-lease --range $RANGE) ||
+    fail "range-lease with VTOP_ADMIN_CONFIG"
+expect "VTOP_ADMIN_CONFIG" "found=true holder=$HOLDER" "$out"
+mkdir -p "$WORK/home/.config/vtop"
+cp "$WORK/admin.yaml" "$WORK/home/.config/vtop/admin.yaml"
+out=$(HOME=$WORK/home VTOP_ADMIN_CONFIG='' "$CTL" topic list --format json) ||
+    fail "topic list with ~/.config/vtop/admin.yaml"
+expect "HOME/.config/vtop/admin.yaml" '"orders"' "$out"
 # a follower redirects to the leader
 F=$(( LEADER % 3 + 1 ))
 out=$(ctl range-lease --range $RANGE --endpoint "$(admin "$F")") || fail "range-lease via follower"
@@ -249,7 +277,7 @@ expect "range-lease via follower" "found=true holder=$HOLDER" "$out"
 log "kill -9 of leader $LEADER"
 kill -9 "${PIDS[$LEADER]}"
 wait "${PIDS[$LEADER]}" 2>/dev/null
-PIDS[$LEADER]=""
+PIDS[LEADER]=""
 REST=""
 for n in 1 2 3; do [ "$n" != "$LEADER" ] && REST="$REST $n"; done
 NEW=$(wait_leader "$REST") || fail "no new leader among$REST"

@@ -100,7 +100,7 @@ sed -e "s#$C/$OP#$C/$D1#g" "$WORK/admin.yaml" >"$WORK/d1.yaml"
 start() {
     local n=$1 i
     "$NODE_BIN" --config "$WORK/n$n.yaml" >>"$WORK/n$n.log" 2>&1 &
-    PIDS[$n]=$!
+    PIDS[n]=$!
     for i in $(seq 1 100); do
         grep -q "node_ready" "$WORK/n$n.log" 2>/dev/null && return 0
         kill -0 "${PIDS[$n]}" 2>/dev/null || fail "node $n exited at start"
@@ -114,7 +114,7 @@ stop() {
     kill -TERM "${PIDS[$n]}"
     wait "${PIDS[$n]}"
     rc=$?
-    PIDS[$n]=""
+    PIDS[n]=""
     [ "$rc" = 0 ] || fail "node $n exited $rc on SIGTERM"
 }
 ctl() { "$CTL" meta "$@" --config "$WORK/admin.yaml"; }
@@ -141,7 +141,9 @@ usage_case "--replicas names 1 nodes but --replication-factor is 2" meta create-
 usage_case "--topic-uuid: 'q' is not a UUID" meta create-topic --config "$WORK/admin.yaml" \
     --name x --topic-uuid q
 usage_case "describe needs --name" topic describe --config "$WORK/admin.yaml"
-usage_case "--config is required" topic list
+mkdir -p "$WORK/nohome"
+HOME=$WORK/nohome VTOP_ADMIN_CONFIG='' usage_case "no admin config: pass --config PATH" topic list
+usage_case "unknown option '--name'" topic list --config "$WORK/admin.yaml" --name x
 usage_case "--bogus" topic list --config "$WORK/admin.yaml" --bogus
 
 log "base port $CL_BASE; starting 3 meta nodes"

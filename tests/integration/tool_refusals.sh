@@ -30,6 +30,7 @@ fail() {
     [ -f "$WORK/node.log" ] && { echo "--- node.log (tail)"; tail -20 "$WORK/node.log"; }
     exit 1
 }
+# shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
     wait 2>/dev/null
@@ -152,7 +153,7 @@ for bad in expired other-ca/client; do
     expect_tool "bench produce ($bad)" 1 "$ref|certificate (expired|unknown CA)|by_peer" \
         "$BENCH" produce --config "$WORK/client-$n.yaml" --seconds 0.3 --warmup 0
     expect_tool "bench meta ($bad)" 1 "$ref" \
-        "$BENCH" meta --admin "$WORK/admin-$n.yaml" --seconds 0.3 --warmup 0 --connections 2
+        "$BENCH" meta --config "$WORK/admin-$n.yaml" --seconds 0.3 --warmup 0 --connections 2
 done
 
 # --- 2. a server that takes the request and dies ---------------------------------
@@ -196,7 +197,7 @@ expect_tool "meta status (dropped)" 1 "$lost" "$CTL" meta status --config "$WORK
 fake_gone
 fake 1
 expect_tool "bench meta (dropped)" 1 "no ready leader" \
-    "$BENCH" meta --admin "$WORK/fake-admin.yaml" --seconds 0.3 --warmup 0 --connections 2
+    "$BENCH" meta --config "$WORK/fake-admin.yaml" --seconds 0.3 --warmup 0 --connections 2
 fake_gone
 
 # --- 3. the node dies under the benchmarks and a pipelining produce ----------------------------------------
@@ -209,7 +210,7 @@ done
 "${DFL[@]}" "$BENCH" produce --config "$WORK/good.yaml" --seconds 4 --warmup 0 --inflight 8 \
     >"$WORK/bp.out" 2>&1 &
 BP=$!
-"${DFL[@]}" "$BENCH" meta --admin "$WORK/admin.yaml" --seconds 4 --warmup 0 --connections 4 \
+"${DFL[@]}" "$BENCH" meta --config "$WORK/admin.yaml" --seconds 4 --warmup 0 --connections 4 \
     >"$WORK/bm.out" 2>&1 &
 BM=$!
 "${DFL[@]}" "$CTL" produce --config "$WORK/good2.yaml" --records 100000000 --batch 64 \

@@ -21,10 +21,12 @@ declare -A allowed=(
     [replication]="runtime log proto"
     [meta]="runtime"
     [actors]="runtime log proto replication meta"
-    [ctl]="runtime log proto meta"
-    [bench]="runtime log proto meta ctl"
+    [ctl]="runtime log proto meta ctl/lib"
+    [ctl/lib]="runtime log proto ctl"
+    [bench]="runtime log proto meta ctl ctl/lib"
+    [examples]="ctl/lib"
 )
-folders="runtime log proto replication meta actors ctl bench"
+folders="runtime log proto replication meta actors ctl ctl/lib bench examples"
 
 # which folder owns each header name
 declare -A owner=()
@@ -34,6 +36,8 @@ for f in $folders; do
         owner[$(basename "$h")]=$f
     done
 done
+# libvtop's public header, included as "vtop/vtop.h" or <vtop/vtop.h>
+owner[vtop/vtop.h]=ctl/lib
 
 for f in $folders; do
     for file in "$src/$f"/*.[ch]; do
@@ -48,7 +52,7 @@ for f in $folders; do
                 fail=1
                 ;;
             esac
-        done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
+        done < <(sed -n 's/^#include ["<]\(vtop\/vtop\.h\)[">].*/\1/p; s/^#include "\([^"]*\)".*/\1/p' "$file")
     done
 done
 
@@ -86,7 +90,7 @@ while IFS= read -r file; do
         fail=1
     fi
 done < <(find "$src/runtime" "$src/log" "$src/proto" "$src/replication" "$src/meta" \
-              "$src/actors" "$src/ctl" "$src/bench" -name '*.[ch]')
+              "$src/actors" "$src/ctl" "$src/bench" "$src/examples" -name '*.[ch]')
 
 [ "$fail" -eq 0 ] && echo "layout: ok"
 exit "$fail"

@@ -109,6 +109,43 @@ submit(struct req *q)
     assert_true(vt_test_wait_flag(&q->answered, WAIT_MS));
 }
 
+/* Sends without waiting for the answer (a fetch wait that parks). */
+static void
+submit_async(struct req *q)
+{
+    atomic_store(&q->answered, 0);
+    q->r.on_done = req_done;
+    run_on_core(submit_fn, &q->r);
+}
+
+/* A long-poll wait as a session sends it first: no buffer, no budget. */
+static void
+fetch_wait(uint64_t start, uint32_t max_wait_ms, struct req *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->r.kind = VT_K_FETCH;
+    q->r.range = T.spec.ident;
+    q->r.fetch_start = start;
+    q->r.max_bytes = 1024;
+    q->r.max_records = 4096;
+    q->r.max_wait_ms = max_wait_ms;
+    q->r.wait_phase = true;
+    submit_async(q);
+}
+
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int64_t
+parked_gauge(void)
+{
+    return vt_metrics_read_racy(T.b.metrics, T.b.m.fetch_parked);
+}
+
 /* Produces records [seq, seq + n) of our producer; returns the error code
  * (0: acknowledged). The batch is rebuilt each time (the range stamps it). */
 static uint16_t
@@ -298,8 +335,9 @@ setup(void **state)
     b->m.commit_sync = vt_metrics_histogram(b->metrics, "b_sync", NULL, "b", bounds, 4, 1, 0);
     b->m.commit_fdatasync =
         vt_metrics_histogram(b->metrics, "b_fdatasync", NULL, "b", bounds, 4, 1, 0);
+    b->m.fetch_parked = vt_metrics_gauge(b->metrics, "broker_fetch_parked", NULL, "p", 0);
     assert_true(b->m.commits >= 0 && b->m.commit_batches >= 0 && b->m.commit_bytes >= 0 &&
-                b->m.commit_sync >= 0 && b->m.commit_fdatasync >= 0);
+                b->m.commit_sync >= 0 && b->m.commit_fdatasync >= 0 && b->m.fetch_parked >= 0);
     struct vt_health *h = vt_runtime_health(T.rt);
     b->health_ranges = vt_health_source(h, "ranges");
     b->health_opened = vt_health_source(h, "ranges_opened");
@@ -605,6 +643,66 @@ test_table_failed_open_named_by_readiness(void **state)
     assert_true(vt_health_ready(h, &src, &why));
 }
 
+/* Long-poll: a fetch wait at the HWM parks until a produce moves the HWM
+ * past its start, then is answered with the new HWM (no data: the session
+ * fetches next); the gauge counts it while it waits. */
+static void
+test_fetch_wait_parks_until_produce(void **state)
+{
+    (void)state;
+    struct req w, q;
+    fetch_wait(0, 20000, &w);
+    sleep_ms(100);
+    assert_int_equal(atomic_load(&w.answered), 0);
+    assert_int_equal(parked_gauge(), 1);
+    assert_int_equal(produce(0, 3, &q), 0);
+    assert_true(vt_test_wait_flag(&w.answered, WAIT_MS));
+    assert_int_equal(w.r.err_code, 0);
+    assert_int_equal(w.r.hwm, 3);
+    assert_int_equal(parked_gauge(), 0);
+    /* below the HWM a wait is answered at once */
+    fetch_wait(1, 20000, &w);
+    assert_true(vt_test_wait_flag(&w.answered, WAIT_MS));
+    assert_int_equal(w.r.hwm, 3);
+}
+
+/* A wait with nothing new ends after max_wait_ms, empty (HWM unchanged). */
+static void
+test_fetch_wait_times_out(void **state)
+{
+    (void)state;
+    struct req w;
+    fetch_wait(0, 50, &w);
+    assert_true(vt_test_wait_flag(&w.answered, WAIT_MS));
+    assert_int_equal(w.r.err_code, 0);
+    assert_int_equal(w.r.hwm, 0);
+    assert_int_equal(parked_gauge(), 0);
+}
+
+/* At most VT_RANGE_MAX_PARKED waits park on a range; one more is answered
+ * at once. Closing the range answers the parked ones. */
+static void
+test_fetch_wait_cap_and_close(void **state)
+{
+    (void)state;
+    struct req *w = calloc(VT_RANGE_MAX_PARKED + 1, sizeof(*w));
+    assert_non_null(w);
+    for (uint32_t i = 0; i < VT_RANGE_MAX_PARKED; i++)
+        fetch_wait(0, 20000, &w[i]);
+    assert_int_equal(parked_gauge(), VT_RANGE_MAX_PARKED);
+    fetch_wait(0, 20000, &w[VT_RANGE_MAX_PARKED]);
+    assert_true(vt_test_wait_flag(&w[VT_RANGE_MAX_PARKED].answered, WAIT_MS));
+    assert_int_equal(w[VT_RANGE_MAX_PARKED].r.hwm, 0);
+    assert_int_equal(atomic_load(&w[0].answered), 0);
+    assert_int_equal(table_close(&T.spec.ident), 0);
+    for (uint32_t i = 0; i < VT_RANGE_MAX_PARKED; i++) {
+        assert_true(vt_test_wait_flag(&w[i].answered, WAIT_MS));
+        assert_int_equal(w[i].r.err_code, 0);
+    }
+    assert_int_equal(parked_gauge(), 0);
+    free(w);
+}
+
 int
 main(void)
 {
@@ -627,6 +725,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_table_reopen_keeps_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_failed_open_named_by_readiness, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_wait_parks_until_produce, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_wait_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_wait_cap_and_close, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,8 +46,43 @@ test_vt_proto_decode_trailing_bytes(void **state)
         int rc = cases[c].decode(golden, n + 1, &why);
         if (rc != -EBADMSG)
             fail_msg("%s + 1 byte: rc %d", cases[c].name, rc);
-        assert_non_null(strstr(why, "trailing"));
+        /* a fetch may end with the optional max_wait_ms: a byte of it is short */
+        bool fetch = strcmp(cases[c].name, "fetch") == 0;
+        assert_non_null(strstr(why, fetch ? "truncated reading max_wait_ms" : "trailing"));
     }
+}
+
+/* Fetch's optional trailing max_wait_ms: absent is 0, present is read and
+ * bounded, and anything after it is trailing. */
+static void
+test_vt_proto_decode_fetch_max_wait(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    struct vt_fetch_req f = {.start = 5, .max_bytes = 100, .max_records = 10}, d;
+    range_r(&f.range, "orders", 1, 0, 0);
+    struct vt_wr w;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_proto_encode_fetch(&w, &f);
+    size_t plain = w.len;
+    assert_int_equal(vt_proto_decode_fetch(buf, plain, &d, &why), 0);
+    assert_int_equal(d.max_wait_ms, 0);
+    f.max_wait_ms = VT_PROTO_MAX_FETCH_WAIT_MS;
+    vt_wr_init(&w, buf, sizeof(buf));
+    vt_proto_encode_fetch(&w, &f);
+    assert_int_equal(w.len, plain + 4);
+    assert_int_equal(vt_proto_decode_fetch(buf, w.len, &d, &why), 0);
+    assert_int_equal(d.max_wait_ms, VT_PROTO_MAX_FETCH_WAIT_MS);
+    for (size_t cut = plain + 1; cut < plain + 4; cut++) {
+        assert_int_equal(vt_proto_decode_fetch(buf, cut, &d, &why), -EBADMSG);
+        assert_non_null(strstr(why, "max_wait_ms"));
+    }
+    buf[w.len] = 0;
+    assert_int_equal(vt_proto_decode_fetch(buf, w.len + 1, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "trailing"));
+    vt_be32_put(buf + plain, VT_PROTO_MAX_FETCH_WAIT_MS + 1);
+    assert_int_equal(vt_proto_decode_fetch(buf, plain + 4, &d, &why), -EBADMSG);
+    assert_non_null(strstr(why, "max_wait_ms 30001 is above 30000"));
 }
 
 /* ---- over-limit lengths ----------------------------------------------------- */
@@ -433,6 +468,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vt_proto_decode_truncated_at_every_byte),
         cmocka_unit_test(test_vt_proto_decode_trailing_bytes),
+        cmocka_unit_test(test_vt_proto_decode_fetch_max_wait),
         cmocka_unit_test(test_vt_proto_decode_client_hello_principal_limit),
         cmocka_unit_test(test_vt_proto_decode_server_hello_node_id_limit),
         cmocka_unit_test(test_vt_proto_decode_topic_limits_and_charset),
