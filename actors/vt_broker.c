@@ -24,6 +24,11 @@
 
 /* ---- metrics ------------------------------------------------------------ */
 
+const uint64_t vt_broker_lat_bounds_ns[VT_BROKER_LAT_BOUNDS] = {
+    50000,     100000,     250000,     500000,     1000000,    2500000,
+    5000000,   10000000,   25000000,   50000000,   100000000,  250000000,
+    500000000, 1000000000, 2500000000, 5000000000, 10000000000, 30000000000};
+
 static int
 reg_counter(struct vt_broker *b, const char *name, const char *labels, const char *help)
 {
@@ -75,18 +80,23 @@ register_metrics(struct vt_broker *b)
     m->budget_core_used = vt_metrics_gauge(b->metrics, "broker_budget_inflight_bytes", NULL,
                                            "Request bytes in flight, per core.",
                                            VT_METRIC_PER_CORE);
-    static const uint64_t lat[] = {50000,    100000,    250000,    500000,    1000000,
-                                   2500000,  5000000,   10000000,  25000000,  50000000,
-                                   100000000, 250000000, 500000000, 1000000000};
+    const uint64_t *lat = vt_broker_lat_bounds_ns;
     static const uint64_t cnt[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
     static const uint64_t byt[] = {4096,     16384,    65536,     262144,   1048576,
                                    4194304,  16777216, 67108864};
     m->produce_latency = vt_metrics_histogram(b->metrics, "broker_produce_latency_seconds", NULL,
                                               "Produce request to durable answer.", lat,
-                                              VT_ARRAY_LEN(lat), 1e-9, 0);
+                                              VT_BROKER_LAT_BOUNDS, 1e-9, 0);
+    m->fetch_latency = vt_metrics_histogram(b->metrics, "broker_fetch_latency_seconds", NULL,
+                                            "Fetch request to answer (answers without error).",
+                                            lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
     m->commit_sync = vt_metrics_histogram(b->metrics, "broker_group_commit_sync_seconds", NULL,
                                           "Group commit job time (write + fdatasync + boundary).",
-                                          lat, VT_ARRAY_LEN(lat), 1e-9, 0);
+                                          lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
+    m->commit_fdatasync = vt_metrics_histogram(
+        b->metrics, "broker_group_commit_fdatasync_seconds", NULL,
+        "Time one group commit spent in fdatasync (the segment tail, then the commit boundary).",
+        lat, VT_BROKER_LAT_BOUNDS, 1e-9, 0);
     m->commit_batches = vt_metrics_histogram(b->metrics, "broker_group_commit_batches", NULL,
                                              "Batches per group commit.", cnt,
                                              VT_ARRAY_LEN(cnt), 1, 0);
@@ -115,7 +125,8 @@ register_metrics(struct vt_broker *b)
                                           "a follower.");
     int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
                  m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
-                 m->budget_core_used, m->produce_latency, m->commit_sync, m->commit_batches,
+                 m->budget_core_used, m->produce_latency, m->fetch_latency, m->commit_sync,
+                 m->commit_fdatasync, m->commit_batches,
                  m->commit_bytes, m->req_ok[0], m->req_err[2], m->overloaded[3],
                  m->repl_resyncs, m->repl_fences, m->repl_truncated, m->repl_quorum_timeouts,
                  m->repl_appends_served, m->repl_fenced_refusals, m->repl_catchups,
@@ -130,28 +141,35 @@ register_metrics(struct vt_broker *b)
  * core's published snapshot at scrape time (racy reads of what each range's
  * core publishes). */
 static const struct {
+    enum vt_metric_type type;
     const char *name, *help;
     bool replicated, follower;
 } range_families[] = {
-    {"broker_committed_offset",
+    {VT_METRIC_GAUGE, "broker_committed_offset",
      "Offset after the last durable record (the HWM on a single node).", false, false},
-    {"broker_next_offset", "Offset after the last appended record.", false, false},
-    {"repl_hwm", "Committed high-water mark this replica knows.", true, false},
-    {"repl_follower_durable_offset", "Durable offset a follower acknowledged.", true, true},
-    {"repl_follower_lag_records", "Leader next offset minus the follower's durable.", true, true},
-    {"repl_follower_inflight_requests", "Appends sent and not yet answered.", true, true},
-    {"repl_follower_inflight_bytes", "Batch bytes sent and not yet answered.", true, true},
-    {"repl_follower_resyncs", "Stream restarts for this follower.", true, true},
-    {"repl_follower_truncated_records", "Divergent records the follower reported removing.",
+    {VT_METRIC_GAUGE, "broker_next_offset", "Offset after the last appended record.", false,
+     false},
+    {VT_METRIC_GAUGE, "repl_hwm", "Committed high-water mark this replica knows.", true, false},
+    {VT_METRIC_GAUGE, "repl_follower_durable_offset", "Durable offset a follower acknowledged.",
      true, true},
-    {"broker_range_role", "Replication role: 0 follower, 1 promoting, 2 leader, 3 suspended.",
-     true, false},
-    {"broker_held_fencing_epoch", "Fencing epoch this replica holds (its log's epoch).", true,
-     false},
-    {"broker_meta_fencing_epoch", "Epoch of the lease view metadata last gave this replica.",
-     true, false},
-    {"broker_lease_active", "1 while this replica leads the range under a verified lease.", true,
-     false},
+    {VT_METRIC_GAUGE, "repl_follower_lag_records",
+     "Leader next offset minus the follower's durable.", true, true},
+    {VT_METRIC_GAUGE, "repl_follower_inflight_requests", "Appends sent and not yet answered.",
+     true, true},
+    {VT_METRIC_GAUGE, "repl_follower_inflight_bytes", "Batch bytes sent and not yet answered.",
+     true, true},
+    {VT_METRIC_COUNTER, "repl_follower_resyncs_total",
+     "Stream restarts for this follower since this node began leading the range.", true, true},
+    {VT_METRIC_COUNTER, "repl_follower_truncated_records_total",
+     "Divergent records the follower reported removing.", true, true},
+    {VT_METRIC_GAUGE, "broker_range_role",
+     "Replication role: 0 follower, 1 promoting, 2 leader, 3 suspended.", true, false},
+    {VT_METRIC_GAUGE, "broker_held_fencing_epoch",
+     "Fencing epoch this replica holds (its log's epoch).", true, false},
+    {VT_METRIC_GAUGE, "broker_meta_fencing_epoch",
+     "Epoch of the lease view metadata last gave this replica.", true, false},
+    {VT_METRIC_GAUGE, "broker_lease_active",
+     "1 while this replica leads the range under a verified lease.", true, false},
 };
 
 static double
@@ -171,14 +189,14 @@ follower_value(const char *family, struct vt_repl_follower_pub *p)
         return rd(&p->inflight_requests);
     if (strcmp(family, "repl_follower_inflight_bytes") == 0)
         return rd(&p->inflight_bytes);
-    if (strcmp(family, "repl_follower_resyncs") == 0)
+    if (strcmp(family, "repl_follower_resyncs_total") == 0)
         return rd(&p->resyncs);
     return rd(&p->truncated);
 }
 
 static void
-emit_range(const char *family, bool follower, struct vt_range_actor *ra,
-           struct vt_metrics_emit *e)
+emit_range(const struct vt_broker *b, const char *family, bool follower,
+           struct vt_range_actor *ra, struct vt_metrics_emit *e)
 {
     const struct vt_broker_range *br = &ra->br;
     if (!follower) {
@@ -194,18 +212,150 @@ emit_range(const char *family, bool follower, struct vt_range_actor *ra,
         (void)vt_metrics_emit(e, family, br->labels, v);
         return;
     }
-    for (uint32_t f = 0; f < br->n_followers; f++) {
+    /* The replication half publishes follower f of its replica set in
+     * slot f: the replicas other than this node, in replica order (the
+     * order vt_range_table.c hands it, static leader or leased). */
+    uint32_t f = 0;
+    for (uint32_t k = 0; k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS; k++) {
+        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) == 0)
+            continue;
         char fid[37], fl[sizeof(br->labels) + 64];
-        vt_uuid_format(br->follower_uuid[f], fid);
+        vt_uuid_format(br->replicas[k], fid);
         snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", br->labels, fid);
-        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f]));
+        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f++]));
     }
+}
+
+/* The leader's view of its followers is published while this replica leads
+ * the range: configured as its leader, or holding its lease. */
+static bool
+leads_now(const struct vt_range_actor *ra)
+{
+    return ra->br.leader ||
+           atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
+}
+
+/* Per-range traffic and disk: series for at most observability.range_metrics
+ * ranges (the first ones of core 0's table, then core 1's, ...: the same
+ * ones while the hosted set does not change); the node-wide families after
+ * them cover every range. */
+enum traffic_family {
+    TF_PRODUCED_RECORDS,
+    TF_PRODUCED_BYTES,
+    TF_FETCHED_RECORDS,
+    TF_FETCHED_BYTES,
+    TF_PRODUCE_LATENCY,
+    TF_FETCH_LATENCY,
+    TF_SEGMENTS,
+    TF_SEGMENT_BYTES,
+    TF_NODE_SEGMENTS,
+    TF_NODE_SEGMENT_BYTES,
+    TF_CAPPED,
+};
+
+static const struct {
+    enum vt_metric_type type;
+    const char *name, *help;
+} traffic_families[] = {
+    [TF_PRODUCED_RECORDS] = {VT_METRIC_COUNTER, "broker_range_produced_records_total",
+                             "Records acknowledged to producers, per range."},
+    [TF_PRODUCED_BYTES] = {VT_METRIC_COUNTER, "broker_range_produced_bytes_total",
+                           "Batch bytes acknowledged to producers, per range."},
+    [TF_FETCHED_RECORDS] = {VT_METRIC_COUNTER, "broker_range_fetched_records_total",
+                            "Records sent to consumers, per range."},
+    [TF_FETCHED_BYTES] = {VT_METRIC_COUNTER, "broker_range_fetched_bytes_total",
+                          "Batch bytes sent to consumers, per range."},
+    [TF_PRODUCE_LATENCY] = {VT_METRIC_HISTOGRAM, "broker_range_produce_latency_seconds",
+                            "Produce request to durable answer, per range (answers without "
+                            "error, measured on the range's core)."},
+    [TF_FETCH_LATENCY] = {VT_METRIC_HISTOGRAM, "broker_range_fetch_latency_seconds",
+                          "Fetch request to answer, per range (answers without error, "
+                          "measured on the range's core)."},
+    [TF_SEGMENTS] = {VT_METRIC_GAUGE, "broker_range_segments",
+                     "Segment files of the range (sealed ones and the tail)."},
+    [TF_SEGMENT_BYTES] = {VT_METRIC_GAUGE, "broker_range_disk_bytes",
+                          "Bytes in the range's segment files."},
+    [TF_NODE_SEGMENTS] = {VT_METRIC_GAUGE, "broker_segments",
+                          "Segment files of every hosted range together."},
+    [TF_NODE_SEGMENT_BYTES] = {VT_METRIC_GAUGE, "broker_disk_bytes",
+                               "Bytes in the segment files of every hosted range together."},
+    [TF_CAPPED] = {VT_METRIC_GAUGE, "broker_range_metrics_capped",
+                   "1 when this node hosts more ranges than observability.range_metrics, so "
+                   "some ranges have no per-range traffic series."},
+};
+
+static void
+emit_latency(struct vt_metrics_emit *e, const char *family, const char *labels,
+             _Atomic uint64_t *buckets, _Atomic uint64_t *sum_ns)
+{
+    uint64_t b[VT_BROKER_LAT_BOUNDS + 1];
+    for (unsigned i = 0; i <= VT_BROKER_LAT_BOUNDS; i++)
+        b[i] = atomic_load_explicit(&buckets[i], memory_order_relaxed);
+    uint64_t sum = atomic_load_explicit(sum_ns, memory_order_relaxed);
+    (void)vt_metrics_emit_histogram(e, family, labels, vt_broker_lat_bounds_ns, b,
+                                    VT_BROKER_LAT_BOUNDS, 1e-9, sum);
+}
+
+static void
+emit_traffic(struct vt_metrics_emit *e, enum traffic_family k, struct vt_range_actor *ra)
+{
+    struct vt_range_stats *st = &ra->stats;
+    const char *name = traffic_families[k].name, *labels = ra->br.labels;
+    switch (k) {
+    case TF_PRODUCE_LATENCY:
+        emit_latency(e, name, labels, st->produce_lat, &st->produce_lat_sum_ns);
+        return;
+    case TF_FETCH_LATENCY:
+        emit_latency(e, name, labels, st->fetch_lat, &st->fetch_lat_sum_ns);
+        return;
+    default:
+        break;
+    }
+    _Atomic uint64_t *v = k == TF_PRODUCED_RECORDS  ? &st->produced_records
+                          : k == TF_PRODUCED_BYTES  ? &st->produced_bytes
+                          : k == TF_FETCHED_RECORDS ? &st->fetched_records
+                          : k == TF_FETCHED_BYTES   ? &st->fetched_bytes
+                          : k == TF_SEGMENTS        ? &st->segments
+                                                    : &st->segment_bytes;
+    (void)vt_metrics_emit(e, name, labels, rd(v));
+}
+
+static void
+collect_traffic(struct vt_broker *b, enum traffic_family k, struct vt_metrics_emit *e)
+{
+    uint32_t cap = b->cfg->observability.range_metrics, seen = 0;
+    uint64_t segments = 0, bytes = 0;
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        const struct vt_range_snap *snap = vt_broker_snap_acquire(b, c);
+        for (uint32_t i = 0; i < snap->n; i++, seen++) {
+            struct vt_range_actor *ra = snap->ranges[i];
+            if (k == TF_NODE_SEGMENTS)
+                segments += atomic_load_explicit(&ra->stats.segments, memory_order_relaxed);
+            else if (k == TF_NODE_SEGMENT_BYTES)
+                bytes += atomic_load_explicit(&ra->stats.segment_bytes, memory_order_relaxed);
+            else if (k < TF_NODE_SEGMENTS && seen < cap)
+                emit_traffic(e, k, ra);
+        }
+        vt_broker_snap_release(b, c);
+    }
+    const char *name = traffic_families[k].name;
+    if (k == TF_NODE_SEGMENTS)
+        (void)vt_metrics_emit(e, name, NULL, (double)segments);
+    else if (k == TF_NODE_SEGMENT_BYTES)
+        (void)vt_metrics_emit(e, name, NULL, (double)bytes);
+    else if (k == TF_CAPPED)
+        (void)vt_metrics_emit(e, name, NULL, seen > cap ? 1.0 : 0.0);
 }
 
 static void
 collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
 {
     struct vt_broker *b = arg;
+    for (size_t t = 0; t < VT_ARRAY_LEN(traffic_families); t++)
+        if (strcmp(traffic_families[t].name, family) == 0) {
+            collect_traffic(b, (enum traffic_family)t, e);
+            return;
+        }
     size_t k = 0;
     while (k < VT_ARRAY_LEN(range_families) && strcmp(range_families[k].name, family) != 0)
         k++;
@@ -216,9 +366,9 @@ collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
             struct vt_range_actor *ra = snap->ranges[i];
             if (range_families[k].replicated && !ra->br.replicated)
                 continue;
-            if (range_families[k].follower && !ra->br.leader)
+            if (range_families[k].follower && !leads_now(ra))
                 continue;
-            emit_range(family, range_families[k].follower, ra, e);
+            emit_range(b, family, range_families[k].follower, ra, e);
         }
         vt_broker_snap_release(b, c);
     }
@@ -230,8 +380,11 @@ register_range_collector(struct vt_broker *b)
     b->collector = vt_metrics_collector(b->metrics, collect_ranges, b);
     int rc = b->collector;
     for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(range_families); k++)
-        rc = vt_metrics_collector_family(b->metrics, b->collector, VT_METRIC_GAUGE,
+        rc = vt_metrics_collector_family(b->metrics, b->collector, range_families[k].type,
                                          range_families[k].name, range_families[k].help);
+    for (size_t k = 0; rc >= 0 && k < VT_ARRAY_LEN(traffic_families); k++)
+        rc = vt_metrics_collector_family(b->metrics, b->collector, traffic_families[k].type,
+                                         traffic_families[k].name, traffic_families[k].help);
     return rc < 0 ? rc : 0;
 }
 

@@ -65,6 +65,7 @@ static const struct vt_cfg_schema runtime_schema = {
 #define OB struct vt_node_observability
 static const struct vt_cfg_field obs_fields[] = {
     VT_CFG_HOSTPORT_F(OB, listen, "listen", true, 0, 65535),
+    VT_CFG_U32_F(OB, range_metrics, "range_metrics", false, 0, VT_NODE_RANGE_METRICS_MAX),
 };
 #undef OB
 static int
@@ -652,6 +653,7 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
         .stall_threshold_ms = 50};
     cfg->log = (struct vt_node_log){.level = VT_NODE_LOG_INFO, .format = VT_NODE_LOG_TEXT};
     cfg->status_interval_ms = 5000;
+    cfg->observability.range_metrics = VT_NODE_RANGE_METRICS_DEFAULT;
     cfg->native = (struct vt_node_native){.max_frame_bytes = 8u << 20, .max_records = 4096,
                                           .max_inflight = 128, .window_bytes = 8u << 20,
                                           .handshake_timeout_ms = 5000,

@@ -20,8 +20,15 @@ struct vt_node_runtime_config {
     uint32_t idle_poll_us;       /* poll this long after work before sleeping */
 };
 
+/* observability.range_metrics: how many ranges get per-range traffic and
+ * disk series (each about 50 series: two latency histograms and six
+ * counters or gauges). */
+#define VT_NODE_RANGE_METRICS_DEFAULT 64u
+#define VT_NODE_RANGE_METRICS_MAX 4096u
+
 struct vt_node_observability {
     struct vt_cfg_hostport listen;
+    uint32_t range_metrics; /* ranges with per-range traffic series; 0 = none */
 };
 
 enum vt_node_log_format { VT_NODE_LOG_TEXT = 0, VT_NODE_LOG_JSON };

@@ -85,14 +85,20 @@ struct vt_range_table {
     uint32_t n, cap;
 };
 
+/* Upper bounds (ns) of every request latency histogram, node-wide and per
+ * range: 50 us .. 30 s, so that a quorum produce failing at
+ * replication.quorum_timeout (2 s by default) lands in a real bucket. */
+#define VT_BROKER_LAT_BOUNDS 18u
+extern const uint64_t vt_broker_lat_bounds_ns[VT_BROKER_LAT_BOUNDS];
+
 /* Metric ids (registered before start). */
 struct vt_broker_metrics {
     int req_ok[3], req_err[3]; /* [produce, fetch, other] */
     int errors[17];            /* by error code */
     int produced_records, produced_bytes, fetched_records, fetched_bytes;
     int fetch_parked; /* gauge: fetch waits parked at the HWM on this core */
-    int produce_latency;       /* histogram, ns */
-    int commit_batches, commit_bytes, commit_sync; /* histograms */
+    int produce_latency, fetch_latency; /* histograms, ns */
+    int commit_batches, commit_bytes, commit_sync, commit_fdatasync; /* histograms */
     int commits;
     int sessions_active, sessions_accepted, sessions_refused;
     int budget_core_used;      /* gauge per core */

@@ -49,6 +49,51 @@ publish(struct vt_range_actor *ra)
         return;
     atomic_store_explicit(&ra->pub.next, vt_rlog_next_offset(ra->log), memory_order_relaxed);
     atomic_store_explicit(&ra->pub.committed, vt_rlog_committed(ra->log), memory_order_relaxed);
+    struct vt_rlog_stats st;
+    vt_rlog_stats(ra->log, &st);
+    atomic_store_explicit(&ra->stats.segments, st.segments, memory_order_relaxed);
+    atomic_store_explicit(&ra->stats.segment_bytes, st.segment_bytes, memory_order_relaxed);
+}
+
+/* ---- per-range traffic (single writer: this core) ------------------------- */
+
+static void
+stat_add(_Atomic uint64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+static void
+lat_observe(_Atomic uint64_t *buckets, _Atomic uint64_t *sum_ns, uint64_t ns)
+{
+    unsigned b = 0;
+    while (b < VT_BROKER_LAT_BOUNDS && ns > vt_broker_lat_bounds_ns[b])
+        b++;
+    stat_add(&buckets[b], 1);
+    stat_add(sum_ns, ns);
+}
+
+/* A successful answer, on the range's core, before it goes back. */
+static void
+count_range(struct vt_breq *r)
+{
+    struct vt_range_actor *ra = r->ra;
+    if (ra == NULL || r->err_code != 0 || r->wait_phase)
+        return; /* a long-poll wait is counted with the fetch that follows it */
+    RANGE_OWNED(ra);
+    uint64_t now = vt_clock_mono_ns();
+    uint64_t ns = now > r->start_ns ? now - r->start_ns : 0;
+    struct vt_range_stats *st = &ra->stats;
+    if (r->kind == VT_K_PRODUCE) {
+        stat_add(&st->produced_records, r->records);
+        stat_add(&st->produced_bytes, r->batch_len);
+        lat_observe(st->produce_lat, &st->produce_lat_sum_ns, ns);
+    } else if (r->kind == VT_K_FETCH) {
+        stat_add(&st->fetched_records, r->fetch_records);
+        stat_add(&st->fetched_bytes, r->len);
+        lat_observe(st->fetch_lat, &st->fetch_lat_sum_ns, ns);
+    }
 }
 
 /* ---- answering ------------------------------------------------------------ */
@@ -63,6 +108,7 @@ back_home(struct vt_core *c, const struct vt_msg *m)
 static void
 range_finish(struct vt_core *c, struct vt_breq *r)
 {
+    count_range(r);
     if (r->remote)
         vt_core_reply(c, &r->call, back_home, r, 0);
     else
@@ -258,6 +304,7 @@ trim_records(struct vt_breq *r, const uint8_t *buf, size_t len, uint64_t *next)
         pos += blen;
     }
     r->len = (uint32_t)pos;
+    r->fetch_records = (uint32_t)recs;
 }
 
 static void on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next,
@@ -484,6 +531,7 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
     if (r->fetch_start >= r->hwm) {
         r->next_offset = r->fetch_start;
         r->len = 0;
+        r->fetch_records = 0;
         range_finish(c, r);
         return;
     }
@@ -571,6 +619,7 @@ on_retained(struct vt_rlog *l, int rc, uint32_t removed, void *arg)
     RANGE_OWNED(ra);
     ra->retaining = false;
     atomic_store(&ra->start_g, vt_rlog_start_offset(l));
+    publish(ra);
     if (rc != 0 && rc != -ECANCELED) {
         VT_WARN_RL(10000, "range %s: retention failed: %s", ra->br.ident.topic,
                    strerror(-rc));
@@ -639,12 +688,13 @@ on_commit(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns)
     vt_metric_observe(sh, ra->b->m.commit_batches, batches);
     vt_metric_observe(sh, ra->b->m.commit_bytes, bytes);
     vt_metric_observe(sh, ra->b->m.commit_sync, job_ns);
+    struct vt_rlog_stats st;
+    vt_rlog_stats(ra->log, &st);
+    vt_metric_observe(sh, ra->b->m.commit_fdatasync, st.last_commit_sync_ns);
     publish(ra);
     if (ra->repl != NULL)
         vt_repl_range_local_durable(ra->repl);
     if (retention_on(ra->b->cfg)) {
-        struct vt_rlog_stats st;
-        vt_rlog_stats(ra->log, &st);
         if (st.rolls != ra->rolls_seen && !ra->retaining) {
             /* a segment was sealed: the bytes bound may bite (while one
              * runs, its completion looks again) */
@@ -720,10 +770,10 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         range_failed(ra, -ECANCELED);
         return;
     }
-    VT_INFO("range %s recovered: committed %llu, %u sealed segments, %llu uncommitted bytes cut"
-            "%s", br->ident.topic, (unsigned long long)vt_rlog_committed(l),
-            rec->sealed_segments, (unsigned long long)rec->truncated_bytes,
-            rec->created ? " (new range)" : "");
+    VT_INFO("range %s recovered in %.3f s: committed %llu, %u sealed segments, %llu "
+            "uncommitted bytes cut%s", br->ident.topic, (double)rec->duration_ns / 1e9,
+            (unsigned long long)vt_rlog_committed(l), rec->sealed_segments,
+            (unsigned long long)rec->truncated_bytes, rec->created ? " (new range)" : "");
     if (ra->repl != NULL) {
         vt_repl_range_opened(ra->repl, vt_core_self(), l, range_ready, ra);
         return;

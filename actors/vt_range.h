@@ -69,9 +69,22 @@ struct vt_breq {
     struct vt_repl_waiter qw; /* a produce on a replicated range, while it waits */
     uint64_t next_offset, hwm;
     uint32_t len;
+    uint32_t fetch_records;   /* records in the len bytes a fetch answers */
     /* routing */
     bool remote;
     struct vt_msg call;       /* the call as the range core received it */
+};
+
+/* A range's traffic and disk, for the per-range metric families (capped by
+ * observability.range_metrics). single writer: the range's core; read
+ * racily by the metrics collector. Latencies run from the session's receipt
+ * of the request to its answer being ready on this core (the hop back to
+ * the session's core is not included), for answers without error. */
+struct vt_range_stats {
+    _Atomic uint64_t produced_records, produced_bytes, fetched_records, fetched_bytes;
+    _Atomic uint64_t produce_lat[VT_BROKER_LAT_BOUNDS + 1], produce_lat_sum_ns;
+    _Atomic uint64_t fetch_lat[VT_BROKER_LAT_BOUNDS + 1], fetch_lat_sum_ns;
+    _Atomic uint64_t segments, segment_bytes; /* as of the last log job */
 };
 
 /* owner: the range's core (allocated there by the open, or by the main
@@ -99,6 +112,7 @@ struct vt_range_actor {
     _Atomic uint64_t start_g;
     _Atomic int state_g;
     struct vt_repl_pub pub;
+    struct vt_range_stats stats;
     /* fetch waits parked at the HWM (long-poll), in arrival order, at most
      * VT_RANGE_MAX_PARKED; one timer for the earliest deadline */
     struct vt_breq *parked_head, *parked_tail;

@@ -758,12 +758,9 @@ count(struct vt_session *s, struct vt_breq *r)
         vt_metric_add(sh, s->b->m.produced_bytes, r->batch_len);
         vt_metric_observe(sh, s->b->m.produce_latency, vt_clock_mono_ns() - r->start_ns);
     } else if (k == 1) {
-        uint64_t recs = 0;
-        for (uint32_t pos = 0; pos + VT_BATCH_HEADER_BYTES <= r->len;
-             pos += vt_be32_get(r->fetch_dst + pos + 4))
-            recs += vt_be32_get(r->fetch_dst + pos + 16);
-        vt_metric_add(sh, s->b->m.fetched_records, recs);
+        vt_metric_add(sh, s->b->m.fetched_records, r->fetch_records);
         vt_metric_add(sh, s->b->m.fetched_bytes, r->len);
+        vt_metric_observe(sh, s->b->m.fetch_latency, vt_clock_mono_ns() - r->start_ns);
     }
 }
 

@@ -19,6 +19,7 @@
 #include "vt_meta_node.h"
 #include "vt_node_config.h"
 #include "vt_build.h"
+#include "vt_procstat.h"
 #include "vt_clock.h"
 #include "vt_runtime.h"
 
@@ -174,6 +175,10 @@ node_start(struct node *nd)
                                           .status_interval_ms = nd->cfg.status_interval_ms};
     if (vt_heartbeat_register(nd->rt) != 0) {
         VT_ERROR("metrics registry full");
+        return 1;
+    }
+    if (vt_procstat_register(vt_runtime_metrics(nd->rt)) != 0) {
+        VT_ERROR("metrics registry full (process metrics)");
         return 1;
     }
     if (nd->cfg.has_native) {

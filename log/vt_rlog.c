@@ -110,6 +110,7 @@ open_job(const struct vt_file_ops *ops, void *arg)
 {
     struct vt_rlog *l = arg;
     struct vt_log_err *err = &l->job_err;
+    uint64_t t0 = vt_clock_mono_ns();
     int rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set, &l->job_prod,
                             &l->rec, err);
     if (rc == 0)
@@ -124,6 +125,7 @@ open_job(const struct vt_file_ops *ops, void *arg)
         rc = vt_log_err_set(err, -ENOMEM, l->cfg.dir, "out of memory for the epoch history");
     if (rc != 0)
         close_files(l);
+    l->rec.duration_ns = vt_clock_mono_ns() - t0;
     l->job_rc = rc;
     return rc;
 }
@@ -158,6 +160,7 @@ commit_job(const struct vt_file_ops *ops, void *arg)
     const uint8_t *p = l->flight.p;
     size_t pos = 0, len = l->flight.len;
     l->job_rolls = 0;
+    (void)vt_segset_take_sync_ns(s);
     int rc = commit_notes(l);
     while (rc == 0 && pos < len) {
         size_t run = 0;
@@ -189,6 +192,7 @@ commit_job(const struct vt_file_ops *ops, void *arg)
         rc = vt_segset_commit(s, &l->job_err);
     l->job_rc = rc;
     l->job_committed = vt_segset_committed(s);
+    l->job_sync_ns = vt_segset_take_sync_ns(s);
     return rc;
 }
 
@@ -283,6 +287,17 @@ finish_close(struct vt_rlog *l)
         cb(arg);
 }
 
+/* On the core, between jobs (no job owns the set): what the segment files
+ * hold now, for vt_rlog_stats. */
+static void
+segment_stats(struct vt_rlog *l)
+{
+    if (l->set == NULL || l->job_busy)
+        return;
+    l->stats.segments = vt_segset_segment_count(l->set);
+    l->stats.segment_bytes = vt_segset_total_bytes(l->set);
+}
+
 static void
 on_open_done(struct vt_rlog *l)
 {
@@ -323,6 +338,8 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     l->stats.last_commit_batches = l->flight.batches;
     l->stats.last_commit_bytes = l->flight.len;
     l->stats.commit_ns_total += r->done_ns - r->submit_ns;
+    l->stats.last_commit_sync_ns = l->job_sync_ns;
+    l->stats.commit_sync_ns_total += l->job_sync_ns;
     l->stats.rolls += l->job_rolls;
     uint32_t batches = l->flight.batches;
     uint64_t bytes = l->flight.len;
@@ -382,6 +399,7 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     (void)c;
     struct vt_rlog *l = r->ctx;
     l->job_busy = false;
+    segment_stats(l); /* before any callback reads vt_rlog_stats */
     switch (l->kind) {
     case VT_RLOG__JOB_OPEN:
         on_open_done(l);

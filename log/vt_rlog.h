@@ -56,6 +56,12 @@ struct vt_rlog_stats {
     uint64_t rolls;
     uint64_t last_commit_batches;
     uint64_t last_commit_bytes;
+    uint64_t last_commit_sync_ns; /* of those ns, time in fdatasync (tail + boundary) */
+    uint64_t commit_sync_ns_total;
+    /* the segment files as of the last job (open, commit, retention,
+     * truncation): how many, and their bytes (headers and batches) */
+    uint32_t segments;
+    uint64_t segment_bytes;
 };
 
 typedef void vt_rlog_open_cb(struct vt_rlog *l, int rc, const struct vt_log_err *err,

@@ -108,6 +108,7 @@ struct vt_rlog {
     int job_rc;
     struct vt_log_err job_err;
     uint64_t job_committed, job_next, job_start, job_held, job_removed;
+    uint64_t job_sync_ns; /* commit job: time in fdatasync */
     uint32_t job_rolls, job_retained;
     bool job_held_stored; /* epoch job: the held file was replaced */
     bool job_dirty;       /* a control job changed state on disk before failing */

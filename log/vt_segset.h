@@ -64,6 +64,8 @@ struct vt_segset_recovery {
     bool created;               /* the directory was empty: a fresh range */
     bool finished_intent;       /* a truncate/retention intent was completed */
     bool finished_roll;         /* a roll interrupted by a crash was completed */
+    uint64_t duration_ns;       /* vt_rlog_open: the whole open job (segments, producer
+                                 * journal, epoch history) on the I/O thread */
 };
 
 /* Opens (and recovers) the range in `dir` (which must exist), or creates it
@@ -106,6 +108,10 @@ int vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
 /* Makes everything written durable: fdatasync the tail, then write the
  * commit boundary (other slot) and fdatasync it. No-op if nothing new. */
 int vt_segset_commit(struct vt_segset *s, struct vt_log_err *err) VT_MUST_USE;
+/* Time spent in the fdatasync calls of vt_segset_commit (the tail and the
+ * commit boundary) and of boundary writes since the last call, in ns; resets
+ * it. Whoever owns the set at the moment (the I/O job). */
+uint64_t vt_segset_take_sync_ns(struct vt_segset *s);
 
 /* Seals the (fully committed, non-empty) tail and starts a successor at
  * next_offset that inherits the set's producer frontier. */

@@ -21,6 +21,9 @@ struct vt_seg {
     int64_t max_ts;        /* newest record timestamp; INT64_MIN = not known yet */
 };
 
+/* A long open logs its progress this often (load_segments). */
+#define VT_SEGSET_PROGRESS_NS 1000000000ull
+
 struct vt_segset {
     const struct vt_file_ops *ops;
     char dir[PATH_MAX];
@@ -34,6 +37,7 @@ struct vt_segset {
     uint64_t committed_end, committed_next;
     uint64_t commit_seq;
     unsigned commit_slot;        /* slot holding commit_seq */
+    uint64_t sync_ns;            /* time in fdatasync since vt_segset_take_sync_ns */
     int commit_fd;
     uint64_t prealloc_end;
     bool poisoned;

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "vt_batch.h"
+#include "vt_clock.h"
+#include "vt_diag.h"
 #include "vt_fsutil.h"
 #include "vt_producers.h"
 
@@ -674,6 +676,12 @@ load_segments(struct vt_segset *s, const struct catalog *c, bool *has_active,
               struct vt_log_err *err)
 {
     *has_active = false;
+    uint32_t total = 0, loaded = 0;
+    for (uint32_t i = 0; i < c->nb; i++)
+        total += (c->b[i].have & (B_ACTIVE | B_SEGMENT)) != 0;
+    /* a long open says how far it got, once a second (on the I/O thread:
+     * the diag rings never block) */
+    uint64_t t0 = vt_clock_mono_ns(), report_ns = t0 + VT_SEGSET_PROGRESS_NS;
     for (uint32_t i = 0; i < c->nb; i++) {
         if (!(c->b[i].have & (B_ACTIVE | B_SEGMENT)))
             continue;
@@ -685,6 +693,13 @@ load_segments(struct vt_segset *s, const struct catalog *c, bool *has_active,
             int rc = load_sealed(s, g, err);
             if (rc != 0)
                 return rc;
+        }
+        loaded++;
+        uint64_t now = vt_clock_mono_ns();
+        if (now >= report_ns && loaded < total) {
+            VT_INFO("recovering %s: %u of %u segments loaded after %.1f s", s->dir, loaded,
+                    total, (double)(now - t0) / 1e9);
+            report_ns = now + VT_SEGSET_PROGRESS_NS;
         }
     }
     for (uint32_t i = 0; i + 1 < s->n; i++) {

@@ -16,6 +16,7 @@
  *
  * Writing the intent is the point of no return; every later step is
  * idempotent, and every open finishes a decodable intent first. */
+#include "vt_clock.h"
 #include "vt_segset_int.h"
 
 #include <errno.h>
@@ -143,7 +144,12 @@ vt_segset__write_boundary(struct vt_segset *s, uint64_t next, uint64_t end,
     vt_commit_slot_encode(&cp, slot, buf);
     ssize_t w = vt_file_pwrite_all(s->ops, s->commit_fd, buf, sizeof(buf),
                                    (uint64_t)slot * VT_COMMIT_SLOT_BYTES);
-    int rc = w < 0 ? (int)w : s->ops->fdatasync(s->ops->ctx, s->commit_fd);
+    int rc = (int)w;
+    if (w >= 0) {
+        uint64_t t0 = vt_clock_mono_ns();
+        rc = s->ops->fdatasync(s->ops->ctx, s->commit_fd);
+        s->sync_ns += vt_clock_mono_ns() - t0;
+    }
     if (rc != 0)
         return vt_segset__poison(s, err, rc == -ENOSPC ? -EIO : rc, s->dir,
                                  "write commit boundary");
@@ -154,6 +160,14 @@ vt_segset__write_boundary(struct vt_segset *s, uint64_t next, uint64_t end,
     return 0;
 }
 
+uint64_t
+vt_segset_take_sync_ns(struct vt_segset *s)
+{
+    uint64_t ns = s->sync_ns;
+    s->sync_ns = 0;
+    return ns;
+}
+
 int
 vt_segset_commit(struct vt_segset *s, struct vt_log_err *err)
 {
@@ -161,7 +175,9 @@ vt_segset_commit(struct vt_segset *s, struct vt_log_err *err)
         return vt_log_err_set(err, -EIO, s->dir, "segment set poisoned by an earlier error");
     if (s->written_end == s->committed_end)
         return 0;
+    uint64_t t0 = vt_clock_mono_ns();
     int rc = s->ops->fdatasync(s->ops->ctx, vt_segset__tail(s)->fd);
+    s->sync_ns += vt_clock_mono_ns() - t0;
     if (rc != 0) /* after a failed fdatasync the page cache state is unknown */
         return vt_segset__poison(s, err, rc == -ENOSPC ? -EIO : rc, s->dir, "fdatasync tail");
     return vt_segset__write_boundary(s, s->written_next, s->written_end, err);

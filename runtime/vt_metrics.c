@@ -25,6 +25,7 @@ struct vt_metric_family {
     int first_def; /* index of the first definition, -1 if none */
     int last_def;
     uint32_t collectors; /* bit c: collector c emits series of this family */
+    bool unprefixed;     /* rendered without vtop_ (VT_METRIC_UNPREFIXED) */
 };
 
 /* A scrape-time source of series (vt_metrics_collector). Immutable after boot. */
@@ -265,7 +266,7 @@ vt_metrics_check(struct vt_metrics *m, enum vt_metric_type type, const char *nam
     if (*family < 0)
         return 0;
     const struct vt_metric_family *f = &m->families[*family];
-    if (f->type != type || strcmp(f->help, help) != 0)
+    if (f->type != type || strcmp(f->help, help) != 0 || f->unprefixed)
         return -EINVAL;
     for (int d = f->first_def; d >= 0; d = m->defs[d].next_def)
         if (vt_metrics_labels_equal(m->defs[d].labels, labels))
@@ -426,14 +427,23 @@ int
 vt_metrics_collector_family(struct vt_metrics *m, int collector, enum vt_metric_type type,
                             const char *name, const char *help)
 {
+    return vt_metrics_collector_family_flags(m, collector, type, name, help, 0);
+}
+
+int
+vt_metrics_collector_family_flags(struct vt_metrics *m, int collector, enum vt_metric_type type,
+                                  const char *name, const char *help, unsigned flags)
+{
     if (m == NULL || collector < 0 || (unsigned)collector >= m->n_collectors ||
-        (type != VT_METRIC_COUNTER && type != VT_METRIC_GAUGE) || !vt_metrics_name_valid(name) ||
-        help == NULL || strlen(help) >= VT_METRICS_MAX_HELP)
+        (type != VT_METRIC_COUNTER && type != VT_METRIC_GAUGE && type != VT_METRIC_HISTOGRAM) ||
+        !vt_metrics_name_valid(name) || help == NULL || strlen(help) >= VT_METRICS_MAX_HELP ||
+        (flags & ~VT_METRIC_UNPREFIXED) != 0)
         return -EINVAL;
+    bool unprefixed = (flags & VT_METRIC_UNPREFIXED) != 0;
     int family = vt_metrics_family_find(m, name);
     if (family >= 0) {
         struct vt_metric_family *f = &m->families[family];
-        if (f->type != type || strcmp(f->help, help) != 0)
+        if (f->type != type || strcmp(f->help, help) != 0 || f->unprefixed != unprefixed)
             return -EINVAL;
         if (f->collectors & (1u << collector))
             return -EEXIST;
@@ -444,6 +454,7 @@ vt_metrics_collector_family(struct vt_metrics *m, int collector, enum vt_metric_
         family = vt_metrics_family_new(m, type, name, help);
         if (family < 0)
             return family;
+        m->families[family].unprefixed = unprefixed;
     }
     m->families[family].collectors |= 1u << collector;
     return 0;
@@ -589,11 +600,12 @@ vt_metrics_out_help(struct vt_metrics_out *o, const char *help)
 /* `vtop_<name><suffix>{labels,core="N",le="X"} ` (braces only if needed).
  * Constant labels were validated (and are already escaped) at registration. */
 static void
-vt_metrics_out_series(struct vt_metrics_out *o, const char *name, const char *suffix,
-                      const char *labels, int core, const char *le)
+vt_metrics_out_series(struct vt_metrics_out *o, const struct vt_metric_family *f,
+                      const char *suffix, const char *labels, int core, const char *le)
 {
-    vt_metrics_out_str(o, "vtop_");
-    vt_metrics_out_str(o, name);
+    if (!f->unprefixed)
+        vt_metrics_out_str(o, "vtop_");
+    vt_metrics_out_str(o, f->name);
     vt_metrics_out_str(o, suffix);
     bool any = false;
     if (labels != NULL) {
@@ -626,37 +638,53 @@ vt_metrics_slot_sum(const struct vt_metrics *m, int slot, unsigned lo, unsigned 
     return sum;
 }
 
-/* One histogram series over cores [lo, hi]. _count is the cumulative +Inf
- * bucket as read here (not the count slot) so that the scrape is
- * self-consistent even though the slots are read racily. */
+/* One histogram series from its (non-cumulative) bucket counts: n_bounds
+ * bounded buckets then the +Inf one. _count is the cumulative +Inf bucket
+ * (not a separately read count) so that a racily read scrape is still
+ * self-consistent. */
 static void
-vt_metrics_out_histogram(struct vt_metrics_out *o, const struct vt_metrics *m, const char *name,
-                         const struct vt_metric_def *d, unsigned lo, unsigned hi, int core)
+vt_metrics_out_hist_series(struct vt_metrics_out *o, const struct vt_metric_family *f,
+                           const char *labels, int core, const uint64_t *bounds,
+                           const uint64_t *buckets, unsigned n_bounds, double scale, uint64_t sum)
 {
     uint64_t cum = 0;
     char le[48];
-    for (unsigned b = 0; b <= d->n_bounds; b++) {
-        cum += vt_metrics_slot_sum(m, d->slot + (int)b, lo, hi);
-        if (b == d->n_bounds)
+    for (unsigned b = 0; b <= n_bounds; b++) {
+        cum += buckets[b];
+        if (b == n_bounds)
             snprintf(le, sizeof(le), "+Inf");
-        else if (d->scale == 1.0)
-            snprintf(le, sizeof(le), "%" PRIu64, d->bounds[b]);
+        else if (scale == 1.0)
+            snprintf(le, sizeof(le), "%" PRIu64, bounds[b]);
         else
-            vt_metrics_fmt_double((double)d->bounds[b] * d->scale, le, sizeof(le));
-        vt_metrics_out_series(o, name, "_bucket", d->labels, core, le);
+            vt_metrics_fmt_double((double)bounds[b] * scale, le, sizeof(le));
+        vt_metrics_out_series(o, f, "_bucket", labels, core, le);
         vt_metrics_out_u64(o, cum);
         vt_metrics_out_mem(o, "\n", 1);
     }
-    uint64_t sum = vt_metrics_slot_sum(m, d->slot + (int)d->n_bounds + 1, lo, hi);
-    vt_metrics_out_series(o, name, "_sum", d->labels, core, NULL);
-    if (d->scale == 1.0)
+    vt_metrics_out_series(o, f, "_sum", labels, core, NULL);
+    if (scale == 1.0)
         vt_metrics_out_u64(o, sum);
     else
-        vt_metrics_out_double(o, (double)sum * d->scale);
+        vt_metrics_out_double(o, (double)sum * scale);
     vt_metrics_out_mem(o, "\n", 1);
-    vt_metrics_out_series(o, name, "_count", d->labels, core, NULL);
+    vt_metrics_out_series(o, f, "_count", labels, core, NULL);
     vt_metrics_out_u64(o, cum);
     vt_metrics_out_mem(o, "\n", 1);
+}
+
+/* One registered histogram series over cores [lo, hi]. */
+static void
+vt_metrics_out_histogram(struct vt_metrics_out *o, const struct vt_metrics *m,
+                         const struct vt_metric_family *f, const struct vt_metric_def *d,
+                         unsigned lo, unsigned hi, int core)
+{
+    uint64_t buckets[VT_METRICS_MAX_BOUNDS + 1];
+    VT_ASSERT(d->n_bounds <= VT_METRICS_MAX_BOUNDS);
+    for (unsigned b = 0; b <= d->n_bounds; b++)
+        buckets[b] = vt_metrics_slot_sum(m, d->slot + (int)b, lo, hi);
+    uint64_t sum = vt_metrics_slot_sum(m, d->slot + (int)d->n_bounds + 1, lo, hi);
+    vt_metrics_out_hist_series(o, f, d->labels, core, d->bounds, buckets, d->n_bounds, d->scale,
+                               sum);
 }
 
 static void
@@ -665,7 +693,7 @@ vt_metrics_out_scalar(struct vt_metrics_out *o, const struct vt_metrics *m,
                       unsigned hi, int core)
 {
     uint64_t v = vt_metrics_slot_sum(m, d->slot, lo, hi);
-    vt_metrics_out_series(o, f->name, "", d->labels, core, NULL);
+    vt_metrics_out_series(o, f, "", d->labels, core, NULL);
     if (f->type == VT_METRIC_GAUGE)
         vt_metrics_out_i64(o, (int64_t)v);
     else
@@ -678,7 +706,7 @@ vt_metrics_out_def(struct vt_metrics_out *o, const struct vt_metrics *m,
                    const struct vt_metric_family *f, const struct vt_metric_def *d)
 {
     if (d->fn != NULL) {
-        vt_metrics_out_series(o, f->name, "", d->labels, -1, NULL);
+        vt_metrics_out_series(o, f, "", d->labels, -1, NULL);
         vt_metrics_out_double(o, d->fn(d->arg));
         vt_metrics_out_mem(o, "\n", 1);
         return;
@@ -690,7 +718,7 @@ vt_metrics_out_def(struct vt_metrics_out *o, const struct vt_metrics *m,
         unsigned hi = per_core ? i : m->cores - 1;
         int core = per_core ? (int)i : -1;
         if (f->type == VT_METRIC_HISTOGRAM)
-            vt_metrics_out_histogram(o, m, f->name, d, lo, hi, core);
+            vt_metrics_out_histogram(o, m, f, d, lo, hi, core);
         else
             vt_metrics_out_scalar(o, m, f, d, lo, hi, core);
     }
@@ -710,11 +738,33 @@ vt_metrics_emit(struct vt_metrics_emit *e, const char *name, const char *labels,
         return -ENOENT;
     if (labels != NULL && labels[0] == '\0')
         labels = NULL;
-    if (labels != NULL && !vt_metrics_labels_valid(labels, NULL, NULL))
+    if (e->f->type == VT_METRIC_HISTOGRAM ||
+        (labels != NULL && !vt_metrics_labels_valid(labels, NULL, NULL)))
         return -EINVAL;
-    vt_metrics_out_series(e->o, e->f->name, "", labels, -1, NULL);
+    vt_metrics_out_series(e->o, e->f, "", labels, -1, NULL);
     vt_metrics_out_double(e->o, value);
     vt_metrics_out_mem(e->o, "\n", 1);
+    return e->o->full ? -ENOSPC : 0;
+}
+
+int
+vt_metrics_emit_histogram(struct vt_metrics_emit *e, const char *name, const char *labels,
+                          const uint64_t *bounds, const uint64_t *buckets, unsigned n_bounds,
+                          double scale, uint64_t sum)
+{
+    VT_ASSERT(e != NULL && e->o != NULL && e->f != NULL);
+    if (name == NULL || strcmp(name, e->f->name) != 0)
+        return -ENOENT;
+    if (labels != NULL && labels[0] == '\0')
+        labels = NULL;
+    if (e->f->type != VT_METRIC_HISTOGRAM || bounds == NULL || buckets == NULL ||
+        n_bounds == 0 || n_bounds > VT_METRICS_MAX_BOUNDS || !isfinite(scale) || scale <= 0 ||
+        (labels != NULL && !vt_metrics_labels_valid(labels, "le", NULL)))
+        return -EINVAL;
+    for (unsigned i = 1; i < n_bounds; i++)
+        if (bounds[i] <= bounds[i - 1])
+            return -EINVAL;
+    vt_metrics_out_hist_series(e->o, e->f, labels, -1, bounds, buckets, n_bounds, scale, sum);
     return e->o->full ? -ENOSPC : 0;
 }
 
@@ -754,11 +804,14 @@ vt_metrics_render(struct vt_metrics *m, char *buf, size_t cap)
     struct vt_metrics_out o = {.buf = buf, .cap = cap};
     for (unsigned i = 0; i < m->n_families && !o.full; i++) {
         const struct vt_metric_family *f = &m->families[i];
-        vt_metrics_out_str(&o, "# HELP vtop_");
+        const char *prefix = f->unprefixed ? "" : "vtop_";
+        vt_metrics_out_str(&o, "# HELP ");
+        vt_metrics_out_str(&o, prefix);
         vt_metrics_out_str(&o, f->name);
         vt_metrics_out_mem(&o, " ", 1);
         vt_metrics_out_help(&o, f->help);
-        vt_metrics_out_str(&o, "\n# TYPE vtop_");
+        vt_metrics_out_str(&o, "\n# TYPE ");
+        vt_metrics_out_str(&o, prefix);
         vt_metrics_out_str(&o, f->name);
         vt_metrics_out_mem(&o, " ", 1);
         vt_metrics_out_str(&o, vt_metrics_type_name(f->type));

@@ -19,6 +19,9 @@ enum vt_metric_type { VT_METRIC_COUNTER = 1, VT_METRIC_GAUGE, VT_METRIC_HISTOGRA
 
 /* Render one series per core (label core="N") instead of the sum. */
 #define VT_METRIC_PER_CORE 1u
+/* Collector families only: render the name as given, without the vtop_
+ * prefix (the standard process_* families). */
+#define VT_METRIC_UNPREFIXED 2u
 
 struct vt_metrics;
 
@@ -56,13 +59,13 @@ int vt_metrics_callback(struct vt_metrics *m, enum vt_metric_type type, const ch
 
 /* Collectors: series that come and go while the node runs (one per hosted
  * range, say). A collector is registered before start with the families it
- * emits (counter or gauge, each with its help); at scrape time, on the
- * scraping thread, the renderer calls `fn` once per declared family, right
- * after that family's fixed series, with `family` naming it; `fn` calls
- * vt_metrics_emit for each series it has of that family. `fn` must not
- * block, take locks or allocate on a reactor, and may only read what other
- * cores published racily (atomics, or an immutable snapshot they retire
- * safely). */
+ * emits (counter, gauge or histogram, each with its help); at scrape time,
+ * on the scraping thread, the renderer calls `fn` once per declared family,
+ * right after that family's fixed series, with `family` naming it; `fn`
+ * calls vt_metrics_emit (vt_metrics_emit_histogram) for each series it has
+ * of that family. `fn` must not block, take locks or allocate on a reactor,
+ * and may only read what other cores published racily (atomics, or an
+ * immutable snapshot they retire safely). */
 struct vt_metrics_emit;
 typedef void vt_metric_collect_fn(void *arg, const char *family, struct vt_metrics_emit *e);
 /* Main thread, before start. Returns a collector id >= 0, or -EINVAL (NULL
@@ -70,17 +73,34 @@ typedef void vt_metric_collect_fn(void *arg, const char *family, struct vt_metri
 #define VT_METRICS_MAX_COLLECTORS 16u
 int vt_metrics_collector(struct vt_metrics *m, vt_metric_collect_fn *fn, void *arg) VT_MUST_USE;
 /* Declares a family the collector emits (same rules as a registration: a
- * family shared with fixed series must agree on type and help). 0, or
- * -EINVAL (bad id, name or help, a histogram type, a type/help mismatch),
+ * family shared with fixed series must agree on type and help). Counter,
+ * gauge or histogram (series through vt_metrics_emit_histogram). 0, or
+ * -EINVAL (bad id, name, help or flags, a type/help/prefix mismatch),
  * -EEXIST (already declared by this collector), -ENOMEM. */
 int vt_metrics_collector_family(struct vt_metrics *m, int collector, enum vt_metric_type type,
                                 const char *name, const char *help) VT_MUST_USE;
+/* The same with `flags`: 0 or VT_METRIC_UNPREFIXED (no vtop_ prefix; such a
+ * family takes no fixed series, and every collector declaring it must say
+ * so too). */
+int vt_metrics_collector_family_flags(struct vt_metrics *m, int collector,
+                                      enum vt_metric_type type, const char *name,
+                                      const char *help, unsigned flags) VT_MUST_USE;
 /* One series of the family being collected. `labels` is NULL or
  * `k="v"(,k="v")*` (values escaped: \\ \" \n). 0 written; -ENOENT `name`
  * is not the family being collected (nothing written); -EINVAL bad labels
  * (nothing written); -ENOSPC the page is full (the render then fails). */
 int vt_metrics_emit(struct vt_metrics_emit *e, const char *name, const char *labels,
                     double value);
+/* One series of the histogram family being collected: `buckets` holds
+ * n_bounds + 1 counts, not cumulative (the last counts values above every
+ * bound), `sum` the sum of the values observed; rendered like a registered
+ * histogram (le = bound * scale, _sum = sum * scale, _count = all buckets).
+ * `labels` may not use `le`. Returns as vt_metrics_emit, and -EINVAL for a
+ * family that is not a histogram (vt_metrics_emit refuses histograms), bad
+ * bounds (none, over 32, not ascending) or a bad scale. */
+int vt_metrics_emit_histogram(struct vt_metrics_emit *e, const char *name, const char *labels,
+                              const uint64_t *bounds, const uint64_t *buckets, unsigned n_bounds,
+                              double scale, uint64_t sum);
 
 struct vt_metrics_shard *vt_metrics_shard(struct vt_metrics *m, unsigned core);
 

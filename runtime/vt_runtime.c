@@ -643,6 +643,13 @@ read_stat(void *arg)
     return (double)atomic_load_explicit((_Atomic uint64_t *)arg, memory_order_relaxed);
 }
 
+/* max_turn_us is kept in microseconds; the metric's base unit is seconds. */
+static double
+read_stat_us_as_seconds(void *arg)
+{
+    return read_stat(arg) / 1e6;
+}
+
 static int
 register_core_metrics(struct vt_runtime *rt, struct vt_core *c)
 {
@@ -671,8 +678,6 @@ register_core_metrics(struct vt_runtime *rt, struct vt_core *c)
          &c->stats.io_completed},
         {VT_METRIC_COUNTER, "runtime_stalls_total",
          "Reactor loop turns longer than the stall threshold.", &c->stats.stalls},
-        {VT_METRIC_GAUGE, "runtime_max_turn_microseconds", "Longest reactor loop turn seen.",
-         &c->stats.max_turn_us},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(m); i++) {
         int rc = vt_metrics_callback(rt->metrics, m[i].type, m[i].name, labels, m[i].help,
@@ -680,7 +685,10 @@ register_core_metrics(struct vt_runtime *rt, struct vt_core *c)
         if (rc < 0)
             return rc;
     }
-    return 0;
+    int rc = vt_metrics_callback(rt->metrics, VT_METRIC_GAUGE, "runtime_max_turn_seconds", labels,
+                                 "Longest reactor loop turn seen.", read_stat_us_as_seconds,
+                                 (void *)&c->stats.max_turn_us);
+    return rc < 0 ? rc : 0;
 }
 
 struct vt_runtime *

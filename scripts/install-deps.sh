@@ -8,7 +8,7 @@ pkgs=(
     libck-dev android-libboringssl-dev libjemalloc-dev libyaml-dev
     libcmocka-dev libraft-dev libuv1-dev openssl
     clang libclang-rt-14-dev curl procps
-    librsvg2-bin libxml2-utils
+    librsvg2-bin libxml2-utils prometheus
 )
 
 missing=()

@@ -157,6 +157,56 @@ test_node_config_replication_block_errors(void **state)
     free(body);
 }
 
+/* head[] with its observability line replaced by `obs`. */
+static char *
+with_observability(const char *obs)
+{
+    const char *line = "observability: {listen: 127.0.0.1:0}\n";
+    const char *at = strstr(head, line);
+    assert_non_null(at);
+    size_t n = strlen(head) + strlen(obs) + 1;
+    char *s = malloc(n);
+    assert_non_null(s);
+    snprintf(s, n, "%.*s%s%s", (int)(at - head), head, obs, at + strlen(line));
+    return s;
+}
+
+static void
+test_node_config_range_metrics(void **state)
+{
+    (void)state;
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    assert_int_equal(load(head, &cfg, &err), 0);
+    assert_int_equal(cfg.observability.range_metrics, VT_NODE_RANGE_METRICS_DEFAULT);
+    vt_node_config_free(&cfg);
+    char *body = with_observability("observability: {listen: 127.0.0.1:0, range_metrics: 0}\n");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.observability.range_metrics, 0);
+    vt_node_config_free(&cfg);
+    free(body);
+    body = with_observability("observability: {listen: 127.0.0.1:0, range_metrics: 4096}\n");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.observability.range_metrics, 4096);
+    vt_node_config_free(&cfg);
+    free(body);
+    static const struct {
+        const char *value, *want;
+    } bad[] = {
+        {"4097", "key 'observability.range_metrics': value 4097 out of range [0, 4096]"},
+        {"-1", "key 'observability.range_metrics': expected a non-negative integer"},
+        {"many", "key 'observability.range_metrics': expected an unsigned decimal integer"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char obs[128];
+        snprintf(obs, sizeof(obs), "observability: {listen: 127.0.0.1:0, range_metrics: %s}\n",
+                 bad[i].value);
+        body = with_observability(obs);
+        expect_error(body, bad[i].want);
+        free(body);
+    }
+}
+
 int
 main(void)
 {
@@ -164,6 +214,7 @@ main(void)
         cmocka_unit_test(test_node_config_replicated_range_loads),
         cmocka_unit_test(test_node_config_replica_set_errors),
         cmocka_unit_test(test_node_config_replication_block_errors),
+        cmocka_unit_test(test_node_config_range_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

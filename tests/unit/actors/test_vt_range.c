@@ -333,9 +333,11 @@ setup(void **state)
     b->m.commit_batches = vt_metrics_histogram(b->metrics, "b_batches", NULL, "b", bounds, 4, 1, 0);
     b->m.commit_bytes = vt_metrics_histogram(b->metrics, "b_bytes", NULL, "b", bounds, 4, 1, 0);
     b->m.commit_sync = vt_metrics_histogram(b->metrics, "b_sync", NULL, "b", bounds, 4, 1, 0);
+    b->m.commit_fdatasync =
+        vt_metrics_histogram(b->metrics, "b_fdatasync", NULL, "b", bounds, 4, 1, 0);
     b->m.fetch_parked = vt_metrics_gauge(b->metrics, "broker_fetch_parked", NULL, "p", 0);
     assert_true(b->m.commits >= 0 && b->m.commit_batches >= 0 && b->m.commit_bytes >= 0 &&
-                b->m.commit_sync >= 0 && b->m.fetch_parked >= 0);
+                b->m.commit_sync >= 0 && b->m.commit_fdatasync >= 0 && b->m.fetch_parked >= 0);
     struct vt_health *h = vt_runtime_health(T.rt);
     b->health_ranges = vt_health_source(h, "ranges");
     b->health_opened = vt_health_source(h, "ranges_opened");
@@ -421,6 +423,28 @@ test_range_produce_acknowledged_then_fetched(void **state)
     assert_int_equal(fetch(0, 65536, &q), 0);
     assert_int_equal(q.r.next_offset, 4);
     assert_true(q.r.len > 0);
+    assert_int_equal(q.r.fetch_records, 4);
+    /* the per-range counters (read racily, as the metrics collector does) */
+    const struct vt_range_snap *snap = vt_broker_snap_acquire(&T.b, 0);
+    struct vt_range_stats *st = &snap->ranges[0]->stats;
+    assert_int_equal(atomic_load(&st->produced_records), 8); /* the retry counts too */
+    assert_int_equal(atomic_load(&st->fetched_records), 4);
+    assert_int_equal(atomic_load(&st->fetched_bytes), q.r.len);
+    uint64_t produces = 0, fetches = 0;
+    for (unsigned i = 0; i <= VT_BROKER_LAT_BOUNDS; i++) {
+        produces += atomic_load(&st->produce_lat[i]);
+        fetches += atomic_load(&st->fetch_lat[i]);
+    }
+    assert_int_equal(produces, 2);
+    assert_int_equal(fetches, 1);
+    assert_int_equal(atomic_load(&st->segments), 1);
+    assert_true(atomic_load(&st->segment_bytes) > q.r.len);
+    vt_broker_snap_release(&T.b, 0);
+    /* a refused produce (a sequence gap) is not counted */
+    assert_int_not_equal(produce(100, 1, &q), 0);
+    snap = vt_broker_snap_acquire(&T.b, 0);
+    assert_int_equal(atomic_load(&snap->ranges[0]->stats.produced_records), 8);
+    vt_broker_snap_release(&T.b, 0);
 }
 
 static void

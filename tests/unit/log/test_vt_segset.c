@@ -9,7 +9,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "vt_fsutil.h"
 #include "vt_logtest.h"
@@ -462,6 +467,66 @@ test_segset_append_rejects_bad_batches(void **state)
     free(b);
 }
 
+/* A long open says how far it got: every sealed segment's open takes 300 ms
+ * here, so loading five passes the one-second mark at least once and a
+ * progress line counts the segments; the commits before timed their
+ * fdatasync calls. */
+static bool slow_sealed_opens;
+
+static int
+slow_open(void *ctx, const char *path, int flags, unsigned mode)
+{
+    size_t n = strlen(path);
+    static const char ext[] = ".segment";
+    if (slow_sealed_opens && n > sizeof(ext) - 1 && strcmp(path + n - (sizeof(ext) - 1), ext) == 0)
+        nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+    return vt_file_posix.open(ctx, path, flags, mode);
+}
+
+static void
+test_segset_long_open_logs_progress(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.limits.max_batch_bytes = 16 << 10;
+    f->cfg.limits.max_record_bytes = 8 << 10;
+    f->cfg.limits.max_segment_bytes = 16 << 10; /* ~10 batches of ~1.2 KiB */
+    assert_int_equal(open_set(f, NULL), 0);
+    (void)vt_segset_take_sync_ns(f->s);
+    while (vt_segset_segment_count(f->s) < 6)
+        append_batches(f, 4, true);
+    assert_true(vt_segset_take_sync_ns(f->s) > 0); /* every commit ran fdatasync */
+    assert_int_equal(vt_segset_take_sync_ns(f->s), 0); /* and the take reset it */
+    vt_segset_close(f->s);
+    f->s = NULL;
+
+    char path[] = "/tmp/vtop-progress-XXXXXX";
+    int cap = mkstemp(path);
+    assert_true(cap >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(cap, 2) == 2);
+    struct vt_file_ops ops = vt_file_posix;
+    ops.open = slow_open;
+    slow_sealed_opens = true;
+    int rc = vt_segset_open(&ops, f->dir, &f->cfg, false, &f->s, NULL, NULL, &f->err);
+    slow_sealed_opens = false;
+    fflush(stderr);
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    char text[4096] = {0};
+    ssize_t n = pread(cap, text, sizeof(text) - 1, 0);
+    close(cap);
+    unlink(path);
+    assert_true(n > 0);
+    char want[600];
+    snprintf(want, sizeof(want), "recovering %s: ", f->dir);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, " segments loaded after "));
+    assert_non_null(strstr(text, " of 6 segments"));
+}
+
 int
 main(void)
 {
@@ -490,6 +555,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_segset_eio_poisons_enospc_is_clean, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_segset_append_rejects_bad_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segset_long_open_logs_progress, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,7 +146,10 @@ test_collector_registration_refusals(void **state)
     assert_true(c >= 0);
     assert_int_equal(vt_metrics_collector_family(m, c + 1, VT_METRIC_GAUGE, "a", "A."), -EINVAL);
     assert_int_equal(vt_metrics_collector_family(m, -1, VT_METRIC_GAUGE, "a", "A."), -EINVAL);
-    assert_int_equal(vt_metrics_collector_family(m, c, VT_METRIC_HISTOGRAM, "a", "A."), -EINVAL);
+    assert_int_equal(vt_metrics_collector_family(m, c, (enum vt_metric_type)99, "a", "A."),
+                     -EINVAL);
+    assert_int_equal(vt_metrics_collector_family_flags(m, c, VT_METRIC_GAUGE, "a", "A.", 4u),
+                     -EINVAL);
     assert_int_equal(vt_metrics_collector_family(m, c, VT_METRIC_GAUGE, "Bad-Name", "A."),
                      -EINVAL);
     assert_int_equal(vt_metrics_collector_family(m, c, VT_METRIC_GAUGE, "a", NULL), -EINVAL);
@@ -193,6 +196,76 @@ test_collector_emit_refusals_write_nothing(void **state)
     vt_metrics_free(m);
 }
 
+/* A collector emitting a histogram family and an unprefixed gauge. */
+struct hist_src {
+    int rc_hist, rc_scalar_on_hist, rc_bad_bounds, rc_le_label, rc_plain;
+};
+
+static void
+collect_hist(void *arg, const char *family, struct vt_metrics_emit *e)
+{
+    struct hist_src *h = arg;
+    static const uint64_t bounds[] = {1000, 5000};
+    static const uint64_t unsorted[] = {5000, 1000};
+    static const uint64_t buckets[] = {2, 1, 1}; /* the last: above 5000 */
+    if (strcmp(family, "lat_seconds") == 0) {
+        h->rc_hist = vt_metrics_emit_histogram(e, "lat_seconds", "range=\"a\"", bounds, buckets,
+                                               2, 1e-6, 9000);
+        h->rc_scalar_on_hist = vt_metrics_emit(e, "lat_seconds", "range=\"b\"", 1);
+        h->rc_bad_bounds = vt_metrics_emit_histogram(e, "lat_seconds", "range=\"c\"", unsorted,
+                                                     buckets, 2, 1e-6, 0);
+        h->rc_le_label = vt_metrics_emit_histogram(e, "lat_seconds", "le=\"1\"", bounds,
+                                                   buckets, 2, 1e-6, 0);
+    } else {
+        h->rc_plain = vt_metrics_emit(e, "process_things", NULL, 7);
+        (void)vt_metrics_emit_histogram(e, "process_things", NULL, bounds, buckets, 2, 1, 0);
+    }
+}
+
+static void
+test_collector_histogram_and_unprefixed_family(void **state)
+{
+    (void)state;
+    struct vt_metrics *m = vt_metrics_new(1, 64);
+    assert_non_null(m);
+    struct hist_src h = {0};
+    int c = vt_metrics_collector(m, collect_hist, &h);
+    assert_true(c >= 0);
+    assert_int_equal(vt_metrics_collector_family(m, c, VT_METRIC_HISTOGRAM, "lat_seconds",
+                                                 "Latency."),
+                     0);
+    assert_int_equal(vt_metrics_collector_family_flags(m, c, VT_METRIC_GAUGE, "process_things",
+                                                       "Things.", VT_METRIC_UNPREFIXED),
+                     0);
+    /* an unprefixed family takes no fixed series, nor a prefixed declaration */
+    assert_int_equal(vt_metrics_gauge(m, "process_things", NULL, "Things.", 0), -EINVAL);
+    int c2 = vt_metrics_collector(m, collect_hist, &h);
+    assert_true(c2 >= 0);
+    assert_int_equal(vt_metrics_collector_family(m, c2, VT_METRIC_GAUGE, "process_things",
+                                                 "Things."),
+                     -EINVAL);
+    const char *text = render(m);
+    assert_int_equal(h.rc_hist, 0);
+    assert_int_equal(h.rc_scalar_on_hist, -EINVAL);
+    assert_int_equal(h.rc_bad_bounds, -EINVAL);
+    assert_int_equal(h.rc_le_label, -EINVAL);
+    assert_int_equal(h.rc_plain, 0);
+    assert_true(has_line(text, "# TYPE vtop_lat_seconds histogram"));
+    assert_true(has_line(text, "vtop_lat_seconds_bucket{range=\"a\",le=\"0.001\"} 2"));
+    assert_true(has_line(text, "vtop_lat_seconds_bucket{range=\"a\",le=\"0.005\"} 3"));
+    assert_true(has_line(text, "vtop_lat_seconds_bucket{range=\"a\",le=\"+Inf\"} 4"));
+    assert_true(has_line(text, "vtop_lat_seconds_sum{range=\"a\"} 0.009"));
+    assert_true(has_line(text, "vtop_lat_seconds_count{range=\"a\"} 4"));
+    assert_null(strstr(text, "range=\"b\""));
+    assert_null(strstr(text, "range=\"c\""));
+    assert_true(has_line(text, "# HELP process_things Things."));
+    assert_true(has_line(text, "# TYPE process_things gauge"));
+    assert_true(has_line(text, "process_things 7"));
+    assert_null(strstr(text, "vtop_process_things"));
+    assert_null(strstr(text, "process_things_bucket"));
+    vt_metrics_free(m);
+}
+
 int
 main(void)
 {
@@ -201,6 +274,7 @@ main(void)
         cmocka_unit_test(test_collector_shares_family_with_fixed_series),
         cmocka_unit_test(test_collector_registration_refusals),
         cmocka_unit_test(test_collector_emit_refusals_write_nothing),
+        cmocka_unit_test(test_collector_histogram_and_unprefixed_family),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
