@@ -13,26 +13,37 @@
 #include "vt_range.h"
 #include "vt_range_table.h"
 
-/* Racy reads of what the range's core published about its replicas. */
+/* Racy reads of what the range's core published about its replicas. The
+ * leader's view of its followers is there while this replica leads the
+ * range: configured as its leader, or holding its lease. The replication
+ * half publishes follower f in slot f: the replicas other than this node,
+ * in replica order. */
 static void
-fill_replicas(struct vt_range_actor *ra, struct vt_range_status *st)
+fill_replicas(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_range_status *st)
 {
     const struct vt_broker_range *br = &ra->br;
+    bool leads = br->leader ||
+                 atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
     st->role = !br->replicated ? VT_RS_ROLE_SINGLE
-               : br->leader    ? VT_RS_ROLE_LEADER
+               : leads         ? VT_RS_ROLE_LEADER
                                : VT_RS_ROLE_FOLLOWER;
     if (!br->replicated)
         return;
-    if (!br->leader) {
+    if (!leads) {
+        /* a static follower knows its leader; a leased one's is in metadata */
         st->n_replicas = br->has_leader ? 1 : 0;
         memcpy(st->replicas[0].node, br->leader_uuid, 16);
         return;
     }
-    st->n_replicas = (uint8_t)br->n_followers;
-    for (uint32_t f = 0; f < br->n_followers; f++) {
+    uint32_t f = 0;
+    for (uint32_t k = 0; k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS &&
+                         f < VT_PROTO_STATUS_MAX_REPLICAS;
+         k++) {
+        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) == 0)
+            continue;
         struct vt_replica_status *x = &st->replicas[f];
         const struct vt_repl_follower_pub *p = &ra->pub.followers[f];
-        memcpy(x->node, br->follower_uuid[f], 16);
+        memcpy(x->node, br->replicas[k], 16);
         x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
         x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
         x->durable = atomic_load_explicit(&p->durable, memory_order_relaxed);
@@ -44,11 +55,13 @@ fill_replicas(struct vt_range_actor *ra, struct vt_range_status *st)
         x->resyncs = atomic_load_explicit(&p->resyncs, memory_order_relaxed);
         x->fences = atomic_load_explicit(&p->fences, memory_order_relaxed);
         x->truncated = atomic_load_explicit(&p->truncated, memory_order_relaxed);
+        f++;
     }
+    st->n_replicas = (uint8_t)f;
 }
 
 static void
-fill_status(struct vt_range_actor *ra, struct vt_range_status *st)
+fill_status(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_range_status *st)
 {
     st->range = ra->br.ident;
     st->fencing_epoch = atomic_load_explicit(&ra->pub.epoch, memory_order_relaxed);
@@ -59,7 +72,7 @@ fill_status(struct vt_range_actor *ra, struct vt_range_status *st)
                                 : st->committed;
     int state = atomic_load_explicit(&ra->state_g, memory_order_relaxed);
     st->state = (uint8_t)(state == RA_CLOSING ? RA_FAILED : state); /* the wire has 0..2 */
-    fill_replicas(ra, st);
+    fill_replicas(b, ra, st);
 }
 
 /* Every core's published range list, held for the answer's encoding
@@ -85,7 +98,7 @@ vt_node_status_encode(struct vt_broker *b, uint8_t **out, uint32_t *out_len)
     uint32_t k = 0;
     for (unsigned c = 0; st != NULL && c < cores; c++)
         for (uint32_t i = 0; i < snaps[c]->n && k < n; i++)
-            fill_status(snaps[c]->ranges[i], &st[k++]);
+            fill_status(b, snaps[c]->ranges[i], &st[k++]);
     for (unsigned c = 0; c < cores; c++)
         vt_broker_snap_release(b, c);
     free(snaps);

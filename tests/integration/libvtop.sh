@@ -67,6 +67,18 @@ read -r _ _ holder0 _ < <(cl_topic_ranges orders | awk '$1 == 0')
 leader=$(cl_node_of "$holder0")
 via=$((leader % 3 + 1)) # reach the cluster through a node that does not lead range 0
 cl_client_head "$via" "" >"$work/client.yaml"
+# node status on a lease leader shows its view of both followers
+cl_client_head "$leader" "" >"$work/leader.yaml"
+for _ in $(seq 1 50); do
+    "$bin/vtopctl" node status --config "$work/leader.yaml" --topic orders --range-index 0 \
+        --json >"$work/status.json" 2>&1
+    [ "$(grep -o '"state":"streaming"' "$work/status.json" | wc -l)" = 2 ] && break
+    sleep 0.1
+done
+grep -q '"role":"leader","replicas":\[{' "$work/status.json" ||
+    fail "node status of the lease leader lists no followers: $(cat "$work/status.json")"
+[ "$(grep -o '"state":"streaming"' "$work/status.json" | wc -l)" = 2 ] ||
+    fail "node status of the lease leader: $(cat "$work/status.json")"
 seq 1 500 | sed 's/^/line-/' >"$work/lines"
 "$work/producer" "$work/client.yaml" orders 0 <"$work/lines" >"$work/producer.out" \
     2>"$work/producer.err" || fail "examples/producer: $(cat "$work/producer.err")"
