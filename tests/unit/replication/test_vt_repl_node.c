@@ -601,15 +601,23 @@ test_vt_repl_node_leadership_lifecycle(void **state)
     r = promote(0, 5);
     assert_int_equal(r.rc, -ESTALE);
 
-    /* 6. the rival promotes: the old leader's unacknowledged batch is cut */
+    /* 6. the rival promotes. The old leader's unacknowledged batch (offsets
+     * 5..7, only on node 0) is cut when node 2 settles the majority first;
+     * when node 0 answers first the rival, behind it, copies the batch
+     * (catch-up) and keeps it. Either is correct: the batch was never
+     * acknowledged. */
     r = promote(1, 6);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.kind, VT_REPL_ESTABLISHED);
     assert_true(r.answered >= 1); /* a majority settles it */
-    assert_int_equal(r.boundary, 5);
+    assert_true(r.boundary == 5 || r.boundary == 8);
+    bool kept = r.boundary == 8;
     p = produce_wait(produce_start(1, 4, 3));
     assert_int_equal(p->code, 0);
-    assert_int_equal(p->w.base_offset, 6); /* after the epoch-6 marker at 5 */
+    if (kept) /* the same records again: the copied batch, or after the marker at 8 */
+        assert_true(p->w.base_offset == 5 || p->w.base_offset == 9);
+    else
+        assert_int_equal(p->w.base_offset, 6); /* after the epoch-6 marker at 5 */
     prod_free(p);
     /* the old leader is fenced at 6 too: with the majority settled early
      * that may come just after the first acknowledgement */
