@@ -95,7 +95,10 @@ for _ in $(seq 1 50); do
     sleep 0.1
 done
 [ "${n:-0}" -ge 4 ] || fail "no cross-core heartbeat round trips (count=${n:-none})"
-curl -s "http://$addr/metrics" | grep -q '^vtop_runtime_msgs_received_total{core="1"}' ||
+# (the page into a file first: with pipefail, `curl | grep -q` fails when grep
+# stops reading before curl has written the whole page)
+curl -s -o "$work/metrics.txt" "http://$addr/metrics"
+grep -q '^vtop_runtime_msgs_received_total{core="1"}' "$work/metrics.txt" ||
     fail "per-core message counters missing"
 
 # --- a second node on the same observability port is refused -----------------
