@@ -212,28 +212,16 @@ emit_range(const struct vt_broker *b, const char *family, bool follower,
         (void)vt_metrics_emit(e, family, br->labels, v);
         return;
     }
-    /* The replication half publishes follower f of its replica set in
-     * slot f: the replicas other than this node, in replica order (the
-     * order vt_range_table.c hands it, static leader or leased). */
-    uint32_t f = 0;
-    for (uint32_t k = 0; k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS; k++) {
-        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) == 0)
-            continue;
+    uint8_t nodes[VT_REPL_MAX_FOLLOWERS][16];
+    uint32_t n = vt_range_follower_nodes(ra, b->cfg->node_uuid, nodes);
+    for (uint32_t f = 0; f < n; f++) {
         char fid[37], fl[sizeof(br->labels) + 64];
-        vt_uuid_format(br->replicas[k], fid);
+        vt_uuid_format(nodes[f], fid);
         snprintf(fl, sizeof(fl), "%s,follower=\"%s\"", br->labels, fid);
-        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f++]));
+        (void)vt_metrics_emit(e, family, fl, follower_value(family, &ra->pub.followers[f]));
     }
 }
 
-/* The leader's view of its followers is published while this replica leads
- * the range: configured as its leader, or holding its lease. */
-static bool
-leads_now(const struct vt_range_actor *ra)
-{
-    return ra->br.leader ||
-           atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
-}
 
 /* Per-range traffic and disk: series for at most observability.range_metrics
  * ranges (the first ones of core 0's table, then core 1's, ...: the same
@@ -366,7 +354,7 @@ collect_ranges(void *arg, const char *family, struct vt_metrics_emit *e)
             struct vt_range_actor *ra = snap->ranges[i];
             if (range_families[k].replicated && !ra->br.replicated)
                 continue;
-            if (range_families[k].follower && !leads_now(ra))
+            if (range_families[k].follower && !vt_range_leads_now(ra))
                 continue;
             emit_range(b, family, range_families[k].follower, ra, e);
         }

@@ -13,17 +13,13 @@
 #include "vt_range.h"
 #include "vt_range_table.h"
 
-/* Racy reads of what the range's core published about its replicas. The
- * leader's view of its followers is there while this replica leads the
- * range: configured as its leader, or holding its lease. The replication
- * half publishes follower f in slot f: the replicas other than this node,
- * in replica order. */
+/* Racy reads of what the range's core published about its replicas: the
+ * leader's view of each follower while this replica leads the range. */
 static void
 fill_replicas(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_range_status *st)
 {
     const struct vt_broker_range *br = &ra->br;
-    bool leads = br->leader ||
-                 atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
+    bool leads = vt_range_leads_now(ra);
     st->role = !br->replicated ? VT_RS_ROLE_SINGLE
                : leads         ? VT_RS_ROLE_LEADER
                                : VT_RS_ROLE_FOLLOWER;
@@ -35,15 +31,14 @@ fill_replicas(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_ra
         memcpy(st->replicas[0].node, br->leader_uuid, 16);
         return;
     }
-    uint32_t f = 0;
-    for (uint32_t k = 0; k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS &&
-                         f < VT_PROTO_STATUS_MAX_REPLICAS;
-         k++) {
-        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) == 0)
-            continue;
+    uint8_t nodes[VT_REPL_MAX_FOLLOWERS][16];
+    uint32_t n = vt_range_follower_nodes(ra, b->cfg->node_uuid, nodes);
+    if (n > VT_PROTO_STATUS_MAX_REPLICAS)
+        n = VT_PROTO_STATUS_MAX_REPLICAS;
+    for (uint32_t f = 0; f < n; f++) {
         struct vt_replica_status *x = &st->replicas[f];
         const struct vt_repl_follower_pub *p = &ra->pub.followers[f];
-        memcpy(x->node, br->replicas[k], 16);
+        memcpy(x->node, nodes[f], 16);
         x->reachable = (uint8_t)atomic_load_explicit(&p->link_up, memory_order_relaxed);
         x->state = (uint8_t)atomic_load_explicit(&p->state, memory_order_relaxed);
         x->durable = atomic_load_explicit(&p->durable, memory_order_relaxed);
@@ -55,9 +50,8 @@ fill_replicas(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_ra
         x->resyncs = atomic_load_explicit(&p->resyncs, memory_order_relaxed);
         x->fences = atomic_load_explicit(&p->fences, memory_order_relaxed);
         x->truncated = atomic_load_explicit(&p->truncated, memory_order_relaxed);
-        f++;
     }
-    st->n_replicas = (uint8_t)f;
+    st->n_replicas = (uint8_t)n;
 }
 
 static void

@@ -34,6 +34,25 @@ vt_range_actor_new(struct vt_broker *b, const struct vt_broker_range *br)
     return ra;
 }
 
+bool
+vt_range_leads_now(const struct vt_range_actor *ra)
+{
+    return ra->br.leader ||
+           atomic_load_explicit(&ra->pub.role, memory_order_relaxed) == VT_REPL_ROLE_LEADER;
+}
+
+uint32_t
+vt_range_follower_nodes(const struct vt_range_actor *ra, const uint8_t self[16],
+                        uint8_t out[VT_REPL_MAX_FOLLOWERS][16])
+{
+    const struct vt_broker_range *br = &ra->br;
+    uint32_t f = 0;
+    for (uint32_t k = 0; br->replicated && k < br->n_replicas && f < VT_REPL_MAX_FOLLOWERS; k++)
+        if (memcmp(br->replicas[k], self, 16) != 0)
+            memcpy(out[f++], br->replicas[k], 16);
+    return f;
+}
+
 void
 vt_range_actor_free(struct vt_range_actor *ra)
 {

@@ -130,6 +130,18 @@ enum vt_range_state { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2, RA_CLOSING = 
 /* Fetch waits parked on one range at once; more are answered at once. */
 #define VT_RANGE_MAX_PARKED 1024u
 
+/* Any thread (a racy read of what the range's core published): whether
+ * this replica leads the range now, configured as its leader or holding
+ * its lease. The leader's view of its followers is published while it does. */
+bool vt_range_leads_now(const struct vt_range_actor *ra);
+
+/* The node UUIDs of the range's followers as this node sees them: the
+ * replicas other than `self`, in replica order. Follower f is the
+ * replication half's follower f (ra->pub.followers[f]). Returns how many
+ * (at most VT_REPL_MAX_FOLLOWERS). Any thread (br is immutable). */
+uint32_t vt_range_follower_nodes(const struct vt_range_actor *ra, const uint8_t self[16],
+                                 uint8_t out[VT_REPL_MAX_FOLLOWERS][16]);
+
 /* On the owning core: the range's HWM may have risen; answers the parked
  * fetch waits it passed. */
 void vt_range_hwm_moved(void *ra);

@@ -263,9 +263,7 @@ repl_config(struct vt_broker *b, struct vt_range_actor *ra, struct vt_repl_range
                                        .pub = &ra->pub, .hwm_moved = vt_range_hwm_moved,
                                        .hwm_arg = ra};
     memcpy(c->leader_uuid, br->leader_uuid, 16);
-    for (uint32_t k = 0; br->replicated && k < br->n_replicas; k++)
-        if (memcmp(br->replicas[k], b->cfg->node_uuid, 16) != 0)
-            memcpy(c->follower_node[c->n_followers++], br->replicas[k], 16);
+    c->n_followers = vt_range_follower_nodes(ra, b->cfg->node_uuid, c->follower_node);
     if (br->replicated && !br->has_leader) {
         c->leases = true;
         c->epoch_marker = true;
