@@ -67,6 +67,22 @@ on_count(int err, uint64_t offset, void *arg)
         c->ok++;
 }
 
+/* The per-batch report: records and batches acknowledged. */
+struct batch_count {
+    uint32_t records, batches, errors;
+};
+
+static void
+on_batch(int err, uint64_t base, uint32_t count, void *opaque)
+{
+    struct batch_count *b = opaque;
+    (void)base;
+    if (err != VTOP_OK)
+        b->errors++;
+    b->records += count;
+    b->batches++;
+}
+
 static void
 errors_client(const char *cfg_path, const char *topic)
 {
@@ -130,9 +146,12 @@ errors_producer(const char *cfg_path, const char *topic)
     /* range 1: the failover part of the test writes range 0 */
     struct vtop_producer_config pc;
     vtop_producer_config_init(&pc);
+    struct batch_count bc = {0};
     pc.buffer_records = 4;
     pc.linger_ms = 60000;
     pc.producer_epoch = 100;
+    pc.on_batch = on_batch;
+    pc.on_batch_opaque = &bc;
     vtop_producer *p;
     int rc = vtop_producer_new(c, topic, 1, &pc, &p);
     CHECK(rc == VTOP_OK, "producer: %s %s", vtop_err_name(rc), vtop_client_error(c));
@@ -159,6 +178,9 @@ errors_producer(const char *cfg_path, const char *topic)
     rc = vtop_producer_flush(p, 20000);
     CHECK(rc == VTOP_OK && cc.ok == 4 && vtop_producer_pending(p) == 0,
           "flush: %s ok=%d %s", vtop_err_name(rc), cc.ok, vtop_producer_error(p));
+    CHECK(bc.records == 4 && bc.batches == 1 && bc.errors == 0,
+          "per-batch report: %u records in %u batches, %u errors", bc.records, bc.batches,
+          bc.errors);
     uint64_t o1 = 0, o2 = 0;
     rc = vtop_produce_sync(p, "k", 1, "one", 3, &o1);
     CHECK(rc == VTOP_OK, "sync 1: %s", vtop_err_name(rc));
