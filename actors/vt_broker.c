@@ -579,6 +579,7 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
         b->cores[i]->b = b;
     }
     if (register_metrics(b) != 0 || register_range_collector(b) != 0 ||
+        vt_range__health_register(b) != 0 ||
         vt_tls_refusal_metrics_register(&b->tls_native, b->metrics, "native") != 0) {
         snprintf(err, err_len, "metrics registry full");
         goto fail;

@@ -108,7 +108,10 @@ struct vt_node_limits {
     uint64_t retention_bytes; /* 0 = keep everything */
     uint64_t retention_ms;    /* 0 = no age bound */
     uint32_t max_ranges;      /* ranges hosted at once (static and opened at runtime) */
+    uint64_t scrub_rate;      /* sealed-segment bytes scrubbed per second per core; 0 = off */
 };
+
+#define VT_NODE_SCRUB_RATE_DEFAULT (4ull << 20)
 
 /* Byte budgets; exceeding one answers the retryable Overloaded. */
 struct vt_node_budgets {

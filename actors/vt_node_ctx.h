@@ -94,7 +94,7 @@ extern const uint64_t vt_broker_lat_bounds_ns[VT_BROKER_LAT_BOUNDS];
 /* Metric ids (registered before start). */
 struct vt_broker_metrics {
     int req_ok[3], req_err[3]; /* [produce, fetch, other] */
-    int errors[17];            /* by error code */
+    int errors[VT_E_MAX + 1];  /* by error code */
     int produced_records, produced_bytes, fetched_records, fetched_bytes;
     int fetch_parked; /* gauge: fetch waits parked at the HWM on this core */
     int produce_latency, fetch_latency; /* histograms, ns */
@@ -106,7 +106,11 @@ struct vt_broker_metrics {
     int repl_resyncs, repl_fences, repl_truncated, repl_quorum_timeouts; /* counters */
     int repl_appends_served, repl_fenced_refusals;                       /* counters */
     int repl_catchups, repl_catchup_records;                             /* counters */
+    int corruptions, disk_full_refusals, scrub_bytes; /* counters (vt_range_health.c) */
 };
+
+/* Storage-fault texts /readyz may show (vt_range_health.c). */
+#define VT_BROKER_STORAGE_REASONS 16u
 
 /* immutable after boot */
 struct vt_broker {
@@ -127,6 +131,12 @@ struct vt_broker {
     struct vt_broker_metrics m;
     struct vt_tls_refusal_metrics tls_native; /* the native listeners' refusals */
     int health_native, health_ranges, health_opened;
+    /* readiness source "storage": ranges whose storage is not healthy, and
+     * the ring of texts it shows (any core writes the next slot) */
+    int health_storage;
+    _Atomic uint32_t storage_bad;
+    _Atomic uint32_t storage_reason_next;
+    char storage_reason[VT_BROKER_STORAGE_REASONS][320];
     int collector;                   /* per-range series (vt_broker.c) */
     _Atomic uint32_t ranges_ready;   /* configured ranges that became ready */
     _Atomic uint32_t ranges_open;    /* in some core's table (closing ones too) */

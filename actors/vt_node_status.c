@@ -66,6 +66,7 @@ fill_status(const struct vt_broker *b, struct vt_range_actor *ra, struct vt_rang
                                 : st->committed;
     int state = atomic_load_explicit(&ra->state_g, memory_order_relaxed);
     st->state = (uint8_t)(state == RA_CLOSING ? RA_FAILED : state); /* the wire has 0..2 */
+    st->storage = vt_range_storage(ra, st->storage_reason, sizeof(st->storage_reason));
     fill_replicas(b, ra, st);
 }
 
@@ -86,7 +87,7 @@ vt_node_status_encode(struct vt_broker *b, uint8_t **out, uint32_t *out_len)
     }
     if (n > VT_PROTO_STATUS_MAX_RANGES)
         n = VT_PROTO_STATUS_MAX_RANGES;
-    size_t cap = 128 + (size_t)n * 960;
+    size_t cap = 128 + (size_t)n * (960 + 4 + VT_PROTO_STORAGE_REASON_MAX + 1);
     uint8_t *buf = malloc(cap);
     struct vt_range_status *st = calloc(n ? n : 1, sizeof(*st));
     uint32_t k = 0;

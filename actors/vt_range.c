@@ -58,6 +58,7 @@ vt_range_actor_free(struct vt_range_actor *ra)
 {
     if (ra == NULL)
         return;
+    vt_range__health_free(ra);
     free(ra); /* ra->repl belongs to the replica plane (vt_repl_node_free) */
 }
 
@@ -687,6 +688,8 @@ vt_range_actor_stop(struct vt_range_actor *ra)
      * retention tick after */
     if (!ra->stopped && (ra->open_waiting || (retention_on(ra->b->cfg) && ra->state == RA_READY)))
         vt_timer_cancel(vt_core_self(), &ra->retain_tick);
+    if (!ra->stopped)
+        vt_range__health_stop(ra);
     ra->open_waiting = false;
     ra->stopped = true;
     /* parked fetch waits are answered now (the HWM as it is): their
@@ -740,6 +743,7 @@ range_ready(void *arg)
         vt_timer_arm(vt_core_self(), &ra->retain_tick, retain_period_ms(ra->b->cfg));
         retain_now(ra); /* a range reopened over its bound trims at once */
     }
+    vt_range__health_ready(ra);
     vt_range__opened(ra, 0);
 }
 
@@ -828,6 +832,7 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
     rc.max_pending_bytes = cfg->budgets.range_bytes;
     rc.on_commit = on_commit;
     rc.on_commit_arg = ra;
+    vt_range__health_config(ra, &rc);
     struct vt_rlog *l;
     ra->opening = true; /* until on_open */
     int rc2 = vt_rlog_open(core, &rc, on_open, ra, &l);

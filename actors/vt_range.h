@@ -123,7 +123,23 @@ struct vt_range_actor {
     /* the native address of the leader the lease watcher last named ("" unknown);
      * owner: this core (the cluster actor sends it) */
     char leader_addr[VT_PROTO_HINT_ADDR_MAX + 1];
+    /* storage health (vt_range_health.c). single writer: this core; read by
+     * status, /readyz and metrics through vt_range_storage and the atomics.
+     * The reason texts are a ring allocated at the first fault; the one
+     * published is rewritten only VT_RANGE_REASONS changes later. */
+    _Atomic uint32_t storage_g;            /* VT_RS_STORAGE_* bits */
+    _Atomic(const char *) storage_why_g;   /* into reasons */
+    char (*reasons)[VT_PROTO_STORAGE_REASON_MAX + 1];
+    uint32_t reason_cur;
+    _Atomic uint32_t damaged_segments_g;
+    _Atomic uint64_t scrub_bytes_g;
+    _Atomic int64_t scrub_pass_ms_g;       /* last complete scrub pass, 0 none */
+    uint64_t corruptions_seen, refusals_seen; /* counted into the node-wide counters */
+    struct vt_timer scrub_tick;            /* paces the scrub steps */
+    bool scrub_armed, scrub_busy;
 };
+
+#define VT_RANGE_REASONS 4u
 
 enum vt_range_state { RA_OPENING = 0, RA_READY = 1, RA_FAILED = 2, RA_CLOSING = 3 };
 
@@ -141,6 +157,18 @@ bool vt_range_leads_now(const struct vt_range_actor *ra);
  * (at most VT_REPL_MAX_FOLLOWERS). Any thread (br is immutable). */
 uint32_t vt_range_follower_nodes(const struct vt_range_actor *ra, const uint8_t self[16],
                                  uint8_t out[VT_REPL_MAX_FOLLOWERS][16]);
+
+/* Any thread: the range's storage health (VT_RS_STORAGE_* bits, 0 healthy)
+ * and, when not healthy, its reason (file, byte, why) into `reason`. */
+uint8_t vt_range_storage(const struct vt_range_actor *ra, char *reason, size_t cap);
+/* vt_range_health.c, on the owning core: hooks the log's health reports
+ * (before the open), starts the scrub once ready, stops it, frees. */
+void vt_range__health_config(struct vt_range_actor *ra, struct vt_rlog_config *rc);
+void vt_range__health_ready(struct vt_range_actor *ra);
+void vt_range__health_stop(struct vt_range_actor *ra);
+void vt_range__health_free(struct vt_range_actor *ra);
+/* Main thread, before start: the counters, gauges and readiness source. */
+int vt_range__health_register(struct vt_broker *b) VT_MUST_USE;
 
 /* On the owning core: the range's HWM may have risen; answers the parked
  * fetch waits it passed. */

@@ -119,6 +119,13 @@ role_name(uint8_t r)
 }
 
 static const char *
+storage_name(uint8_t s)
+{
+    bool full = s & VT_RS_STORAGE_DISK_FULL, bad = s & VT_RS_STORAGE_DAMAGED;
+    return full && bad ? "disk_full,damaged" : full ? "disk_full" : bad ? "damaged" : "ok";
+}
+
+static const char *
 link_state_name(uint8_t s)
 {
     return s == 0 ? "down" : s == 1 ? "fencing" : s == 2 ? "streaming" : "unknown";
@@ -162,6 +169,8 @@ print_range_json(const struct vt_range_status *s)
            s->range.topic_epoch, id, s->range.range_generation, s->fencing_epoch,
            s->start_offset, s->next_offset, s->committed, s->hwm, state_name(s->state));
     print_replicas_json(s);
+    printf(",\"storage\":\"%s\",\"storage_reason\":", storage_name(s->storage));
+    ctl_json_str(s->storage_reason);
     putchar('}');
 }
 
@@ -206,10 +215,12 @@ print_status(const struct vt_node_status_resp *st, bool json)
         vt_uuid_format(s->range.range_id, id);
         printf("range topic=%s topic_epoch=%" PRIu64 " range_id=%s generation=%" PRIu64
                " fencing_epoch=%" PRIu64 " start=%" PRIu64 " next=%" PRIu64 " committed=%" PRIu64
-               " hwm=%" PRIu64 " state=%s role=%s\n",
+               " hwm=%" PRIu64 " state=%s role=%s storage=%s\n",
                s->range.topic, s->range.topic_epoch, id, s->range.range_generation,
                s->fencing_epoch, s->start_offset, s->next_offset, s->committed, s->hwm,
-               state_name(s->state), role_name(s->role));
+               state_name(s->state), role_name(s->role), storage_name(s->storage));
+        if (s->storage != 0)
+            printf("  storage: %s\n", s->storage_reason);
         print_replicas_text(s);
     }
 }

@@ -27,6 +27,9 @@ struct read_job {
     int rc;
     vt_rlog_read_cb *cb;
     void *arg;
+    bool damage_new; /* the read found damage */
+    struct vt_segset_damage damage;
+    uint32_t damaged;
 };
 
 void
@@ -231,6 +234,9 @@ read_job_fn(const struct vt_file_ops *ops, void *arg)
     struct vt_log_err err;
     j->rc = vt_segset_read(j->l->set, j->offset, j->max_offset, j->buf, j->cap, &j->len,
                            &j->next, &err);
+    j->damage_new = vt_segset_take_damage(j->l->set, &j->damage) == 1;
+    if (j->damage_new)
+        j->damaged = vt_segset_damaged_segments(j->l->set);
     return j->rc;
 }
 
@@ -265,6 +271,9 @@ free_rlog(struct vt_rlog *l)
 {
     if (l->kick_armed)
         vt_timer_cancel(l->core, &l->kick_retry);
+    if (l->probe_armed)
+        vt_timer_cancel(l->core, &l->probe_tick);
+    vt_segset_scrub_reset(&l->scrub);
     vt_producers_free(l->prod);
     vt_producers_free(l->job_prod);
     free(l->pending.p);
@@ -353,8 +362,7 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
         /* A clean refusal: nothing was committed. Every batch not yet durable
          * was given an offset after the failed ones, so all of them fail
          * (retryably); the log returns to its commit point. */
-        VT_WARN_RL(10000, "range log %s: out of space, refusing writes until it clears",
-                   l->cfg.dir);
+        vt_rlog__disk_full(l, &l->job_err);
         buf_clear(&l->pending);
         /* before any callback runs, so one that appends or queues a control
          * operation finds the log recovering (-EAGAIN) */
@@ -370,6 +378,7 @@ on_commit_done(struct vt_rlog *l, const struct vt_io_req *r)
     }
     VT_ASSERT(l->job_committed >= l->committed);
     l->committed = l->job_committed;
+    vt_rlog__disk_ok(l);
     /* after `committed` moved, so the hook sees the new durable offset */
     if (l->cfg.on_commit)
         l->cfg.on_commit(l->cfg.on_commit_arg, batches, bytes, r->done_ns - r->submit_ns);
@@ -418,6 +427,12 @@ job_done(struct vt_core *c, struct vt_io_req *r)
         break;
     case VT_RLOG__JOB_RETAIN:
         vt_rlog__retain_done(l);
+        break;
+    case VT_RLOG__JOB_PROBE:
+        vt_rlog__probe_done(l);
+        break;
+    case VT_RLOG__JOB_SCRUB:
+        vt_rlog__scrub_done(l);
         break;
     }
     vt_rlog__kick(l);
@@ -490,8 +505,23 @@ vt_rlog__kick(struct vt_rlog *l)
             kick_later(l); /* I/O queue full */
         return;
     }
+    if (!l->poisoned && !l->recovering && !l->closing && l->probe_queued) {
+        if (vt_rlog__probe_submit(l) != 0)
+            kick_later(l);
+        return;
+    }
+    if (l->scrub_cb != NULL && !l->scrub_submitted && (l->poisoned || l->closing))
+        vt_rlog__scrub_abort(l, l->closing ? -ECANCELED : -EIO);
+    if (l->job_busy) /* the abort's callback started something */
+        return;
+    if (!l->poisoned && !l->recovering && !l->closing && l->scrub_cb != NULL &&
+        !l->scrub_submitted) {
+        if (vt_rlog__scrub_submit(l) != 0)
+            kick_later(l);
+        return;
+    }
     if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE &&
-        !l->ret.queued) {
+        !l->ret.queued && l->scrub_cb == NULL) {
         if (vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job) != 0)
             kick_later(l); /* the core's I/O ring is full of other ranges' jobs */
     }
@@ -673,6 +703,8 @@ read_done(struct vt_core *c, struct vt_io_req *r)
     struct read_job *j = r->ctx;
     struct vt_rlog *l = j->l;
     l->reads_in_flight--;
+    if (j->damage_new) /* before the callback, so its answer can name the damage */
+        vt_rlog__note_damage(l, &j->damage, j->damaged);
     j->cb(l, j->rc, j->buf, j->len, j->next, j->arg);
     if (j->own_buf)
         free(j->buf);

@@ -46,7 +46,36 @@ struct vt_rlog_config {
      * batches and bytes it covered and the job's submission-to-completion time. */
     void (*on_commit)(void *arg, uint32_t batches, uint64_t bytes, uint64_t job_ns);
     void *on_commit_arg;
+    /* Optional, on the core whenever vt_rlog_health changes (disk full
+     * entered or left, damage found, scrub progress). */
+    void (*on_health)(void *arg);
+    void *on_health_arg;
+    /* Background scrub of sealed segments (vt_rlog_scrub_step): bytes it
+     * may read per second; 0 = no scrubbing. */
+    uint64_t scrub_bytes_per_sec;
 };
+
+/* The range's storage health. owner: the core (vt_rlog_health). */
+struct vt_rlog_health {
+    /* Disk full: the last commit was refused for want of space and none
+     * has succeeded since. The log probes every VT_RLOG_SPACE_PROBE_MS
+     * (it makes the room the next write needs) and leaves the state by
+     * itself once that works -- no restart. */
+    bool disk_full;
+    int64_t disk_full_since_ms;  /* wall clock */
+    uint64_t disk_full_refusals; /* commits refused with ENOSPC, ever */
+    char disk_full_why[320];     /* the refused call and its file */
+    /* Damage found by reads or the scrubber (struct vt_segset_damage). */
+    uint32_t damaged_segments;   /* segments quarantined now */
+    uint64_t corruptions;        /* damaged batches found, ever */
+    struct vt_segset_damage damage; /* the newest, when corruptions > 0 */
+    /* Scrubber: bytes verified, and when it last finished a whole pass
+     * over the sealed segments (0 = never). */
+    uint64_t scrub_bytes;
+    uint64_t scrub_passes;
+    int64_t scrub_last_pass_ms;
+};
+#define VT_RLOG_SPACE_PROBE_MS 1000u
 
 struct vt_rlog_stats {
     uint64_t commits;             /* commit jobs completed */
@@ -221,6 +250,19 @@ uint64_t vt_rlog_start_offset(const struct vt_rlog *l); /* first retained offset
 uint64_t vt_rlog_next_offset(const struct vt_rlog *l);
 uint64_t vt_rlog_committed(const struct vt_rlog *l);
 bool vt_rlog_poisoned(const struct vt_rlog *l);
+/* The storage health as of the last completed job (core). */
+const struct vt_rlog_health *vt_rlog_health(const struct vt_rlog *l);
+
+/* rc 0 or -EBADMSG (damage found: see vt_rlog_health), another error, or
+ * -ECANCELED (closed first); `bytes` read; `pass_done` when the step found
+ * the pass over every sealed segment complete (the next starts over). */
+typedef void vt_rlog_scrub_cb(struct vt_rlog *l, int rc, uint64_t bytes, bool pass_done,
+                              void *arg);
+/* Queues one scrub step (one manifest chunk of the oldest sealed segment
+ * not yet verified in this pass; vt_segset_scrub_step), run when the job
+ * slot is free and nothing else waits. The caller paces the steps. 0 (cb
+ * will run), or -EBUSY (one is queued), -EIO (poisoned), -ECANCELED. */
+int vt_rlog_scrub_step(struct vt_rlog *l, vt_rlog_scrub_cb *cb, void *arg) VT_MUST_USE;
 const struct vt_producers *vt_rlog_producers(const struct vt_rlog *l);
 void vt_rlog_stats(const struct vt_rlog *l, struct vt_rlog_stats *out);
 

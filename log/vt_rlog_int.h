@@ -42,7 +42,8 @@ struct vt_rlog__batch_buf {
 };
 
 enum vt_rlog__job { VT_RLOG__JOB_OPEN = 1, VT_RLOG__JOB_COMMIT, VT_RLOG__JOB_CLOSE,
-                    VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL, VT_RLOG__JOB_RETAIN };
+                    VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL, VT_RLOG__JOB_RETAIN,
+                    VT_RLOG__JOB_PROBE, VT_RLOG__JOB_SCRUB };
 
 /* A queued retention (vt_rlog_retain): runs as its own job once the slot is
  * free and no group is pending; appends are never refused for it. The core
@@ -114,6 +115,18 @@ struct vt_rlog {
     bool job_dirty;       /* a control job changed state on disk before failing */
     struct vt_segset_recovery rec;
     struct vt_producers *job_prod;
+    /* storage health (vt_rlog_health.c): the state, the space probe's timer,
+     * the queued scrub step and the scrub cursor (the I/O job's while it runs) */
+    struct vt_rlog_health health;
+    struct vt_timer probe_tick;
+    bool probe_armed, probe_queued;
+    vt_rlog_scrub_cb *scrub_cb;
+    void *scrub_arg;
+    bool scrub_submitted;
+    struct vt_segset_scrub scrub;
+    bool job_damage_new;         /* read or scrub job: damage found */
+    struct vt_segset_damage job_damage;
+    uint32_t job_damaged;        /* segments quarantined after the job */
     /* callbacks */
     vt_rlog_open_cb *open_cb;
     void *open_arg;
@@ -151,6 +164,20 @@ void vt_rlog__fire_waiters(struct vt_rlog *l, int rc);
 /* Starts the next job if the slot is free: the pending group first, then a
  * queued control operation, then the close. */
 void vt_rlog__kick(struct vt_rlog *l);
+
+/* ---- vt_rlog_health.c ------------------------------------------------- */
+
+/* A commit refused for want of space (err: the refused call). */
+void vt_rlog__disk_full(struct vt_rlog *l, const struct vt_log_err *err);
+/* A write or the probe succeeded. */
+void vt_rlog__disk_ok(struct vt_rlog *l);
+int vt_rlog__probe_submit(struct vt_rlog *l) VT_MUST_USE;
+void vt_rlog__probe_done(struct vt_rlog *l);
+void vt_rlog__note_damage(struct vt_rlog *l, const struct vt_segset_damage *d, uint32_t segments);
+void vt_rlog__damage_recount(struct vt_rlog *l, uint32_t segments);
+int vt_rlog__scrub_submit(struct vt_rlog *l) VT_MUST_USE;
+void vt_rlog__scrub_done(struct vt_rlog *l);
+void vt_rlog__scrub_abort(struct vt_rlog *l, int rc);
 
 /* ---- vt_rlog_ctl.c ----------------------------------------------------- */
 

@@ -24,6 +24,7 @@ retain_job(const struct vt_file_ops *ops, void *arg)
     int rc = vt_segset_retain(l->set, op->max_bytes, op->max_age_ms, op->now_ms, floor,
                               &l->job_retained, &l->job_err);
     l->job_start = vt_segset_start_offset(l->set);
+    l->job_damaged = vt_segset_damaged_segments(l->set);
     l->job_rc = rc;
     return rc;
 }
@@ -61,6 +62,7 @@ vt_rlog__retain_done(struct vt_rlog *l)
     VT_ASSERT(l->ret.submitted);
     int rc = l->job_rc;
     l->start = l->job_start;
+    vt_rlog__damage_recount(l, l->job_damaged); /* a quarantined segment may have gone */
     if (rc != 0 && vt_segset_poisoned(l->set)) {
         vt_rlog__poison(l, rc, "by retention");
     } else if (rc != 0) {

@@ -324,7 +324,15 @@ write_tail_file(struct vt_segset *s, const struct vt_seg_header *h, struct vt_lo
     if (fd < 0)
         return vt_log_err_set(err, fd, tmp, "create: %s", strerror(-fd));
     int rc = (int)vt_file_pwrite_all(o, fd, hdr, sizeof(hdr), 0);
-    rc = rc < 0 ? rc : o->fallocate(o->ctx, fd, 0, prealloc_step(s));
+    s->prealloc_end = prealloc_step(s);
+    if (rc >= 0) {
+        rc = o->fallocate(o->ctx, fd, 0, s->prealloc_end);
+        if (rc == -ENOSPC) { /* a nearly full disk: start with the header alone;
+                              * appends reserve what they need as they come */
+            s->prealloc_end = VT_SEG_HEADER_BYTES;
+            rc = 0;
+        }
+    }
     rc = rc < 0 ? rc : o->fdatasync(o->ctx, fd);
     int crc = o->close(o->ctx, fd);
     rc = rc < 0 ? rc : crc;
@@ -392,7 +400,6 @@ vt_segset__create_tail(struct vt_segset *s, uint64_t base, struct vt_log_err *er
     s->written_next = s->committed_next = base;
     s->commit_seq = 1;
     s->commit_slot = 0;
-    s->prealloc_end = prealloc_step(s);
     rc = vt_segset__open_seg_fd(s, g, err);
     return rc ? rc : open_commit_fd(s, base, err);
 }

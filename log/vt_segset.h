@@ -138,13 +138,59 @@ int vt_segset_retain(struct vt_segset *s, uint64_t max_total_bytes, uint64_t max
                      int64_t now_ms, uint64_t committed_floor, uint32_t *removed,
                      struct vt_log_err *err) VT_MUST_USE;
 
+/* Damage found while reading (or scrubbing) a segment: a batch that fails
+ * its CRC or structure checks. The segment is quarantined in memory: reads
+ * below the damage still serve, a read starting at a damaged batch fails
+ * with -EBADMSG, and nothing damaged is ever served. */
+struct vt_segset_damage {
+    uint64_t segment_base; /* the file's stem: range-{segment_base}.segment / .active */
+    uint64_t offset;       /* the first offset not served */
+    uint64_t byte;         /* the bad batch's byte position in that file */
+    bool sealed;           /* a .segment (else the .active tail) */
+    char path[320];        /* the file */
+    char why[160];
+};
+
+/* Damage found since the last call: 1 and *out filled, else 0. Segments
+ * damaged so far: vt_segset_damaged_segments. */
+int vt_segset_take_damage(struct vt_segset *s, struct vt_segset_damage *out);
+uint32_t vt_segset_damaged_segments(const struct vt_segset *s);
+
+/* Makes the room the next write needs: creates the tail a roll could not
+ * (out of space), or reserves one max-size batch past the written end.
+ * 0 once it exists; -ENOSPC (or another error) while it does not. */
+int vt_segset_probe_space(struct vt_segset *s, struct vt_log_err *err) VT_MUST_USE;
+
+/* A scrub cursor over the sealed segments (oldest first). owner: whoever
+ * calls vt_segset_scrub_step (the I/O job); zero-initialised to start. */
+struct vt_manifest;
+struct vt_segset_scrub {
+    uint64_t next_base;     /* the segment at or above this base is next */
+    uint64_t m_base;        /* the segment `m` describes */
+    uint32_t chunk;         /* its next chunk */
+    struct vt_manifest *m;  /* loaded at its first chunk, dropped after its last */
+    uint8_t *buf;
+    size_t buf_cap;
+    uint64_t bytes;         /* read by the last step */
+    bool pass_done;         /* the last step found no sealed segment left: a pass ended */
+};
+/* Verifies the next chunk of the sealed segment at the cursor against the
+ * SHA-256 its manifest lists (the manifest itself against its root, at the
+ * segment's first chunk). A mismatch quarantines the segment (see struct
+ * vt_segset_damage) and returns -EBADMSG; the cursor then moves on. */
+int vt_segset_scrub_step(struct vt_segset *s, struct vt_segset_scrub *c,
+                         struct vt_log_err *err) VT_MUST_USE;
+void vt_segset_scrub_reset(struct vt_segset_scrub *c);
+
 /* Reads whole batches starting with the one containing `offset`, none
  * reaching `max_offset` (the HWM), at most `cap` bytes (but always one batch
  * if any qualifies and it fits `cap`). *len = bytes copied (0 = nothing at or
  * above offset below max_offset), *next = offset after the last batch copied.
  * -ERANGE if offset is below the start offset. -ENOBUFS if the first batch
  * alone exceeds cap: then *len is that batch's size, so the caller can read
- * again with a buffer that holds it. */
+ * again with a buffer that holds it. A damaged batch ends the read: the
+ * batches before it are returned (rc 0); when it is the first, -EBADMSG
+ * (see struct vt_segset_damage). */
 int vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_t *buf,
                    size_t cap, size_t *len, uint64_t *next, struct vt_log_err *err) VT_MUST_USE;
 

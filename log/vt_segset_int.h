@@ -19,6 +19,7 @@ struct vt_seg {
     bool idx_loaded;
     uint64_t idx_next_at;  /* next offset that earns an index entry (tail) */
     int64_t max_ts;        /* newest record timestamp; INT64_MIN = not known yet */
+    bool damaged;          /* a read or scrub found a batch failing its checks */
 };
 
 /* A long open logs its progress this often (load_segments). */
@@ -41,6 +42,15 @@ struct vt_segset {
     int commit_fd;
     uint64_t prealloc_end;
     bool poisoned;
+    /* A roll sealed the tail but ran out of space creating its successor:
+     * the last segment is sealed and no tail exists yet. The next append,
+     * roll, truncation or vt_segset_resume creates it (a clean -ENOSPC
+     * until space exists); an open does the same (finish_roll). */
+    bool roll_pending;
+    bool roll_snapshot_done; /* the successor's .producers is written */
+    /* the newest damage found by a read or scrub, until vt_segset_take_damage */
+    bool damage_new;
+    struct vt_segset_damage damage;
     struct vt_producers *prod;   /* frontier at written_next */
     uint8_t *scratch;            /* recovery/seal read buffer */
     size_t scratch_cap;
@@ -94,5 +104,14 @@ int vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_
 int vt_segset__remove_stem(struct vt_segset *s, uint64_t base, struct vt_log_err *err);
 int vt_segset__finish_truncate_intent(struct vt_segset *s, struct vt_log_err *err);
 int vt_segset__finish_retention_intent(struct vt_segset *s, struct vt_log_err *err);
+/* Records damage found at byte `pos` of segment g (the first offset not
+ * served is `offset`): marks the segment quarantined and keeps the report
+ * for vt_segset_take_damage. Returns -EBADMSG with err set. */
+int vt_segset__damage(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t offset,
+                      const char *why, struct vt_log_err *err);
+/* With roll_pending: writes the successor's producer frontier (once) and
+ * creates the tail at committed_next. -ENOSPC leaves it pending (clean);
+ * any other failure poisons. 0 at once when nothing is pending. */
+int vt_segset__finish_pending_roll(struct vt_segset *s, struct vt_log_err *err);
 
 #endif

@@ -3,12 +3,53 @@
 #include "vt_segset_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vt_batch.h"
 #include "vt_codec.h"
 #include "vt_fsutil.h"
+
+int
+vt_segset__damage(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t offset,
+                  const char *why, struct vt_log_err *err)
+{
+    struct vt_segset_damage d = {.segment_base = g->base, .offset = offset, .byte = pos,
+                                 .sealed = g->sealed};
+    if (vt_segset__path(s, g->base, g->sealed ? "segment" : "active", d.path, sizeof(d.path)))
+        snprintf(d.path, sizeof(d.path), "%.300s", s->dir);
+    snprintf(d.why, sizeof(d.why), "%s", why ? why : "damaged");
+    bool first = !g->damaged || s->damage.segment_base != g->base ||
+                 s->damage.byte != pos;
+    g->damaged = true;
+    if (first) {
+        s->damage = d;
+        s->damage_new = true;
+    }
+    return vt_log_err_set(err, -EBADMSG, d.path, "damaged batch at byte %llu (offset %llu and "
+                          "after not served): %s", (unsigned long long)pos,
+                          (unsigned long long)offset, d.why);
+}
+
+int
+vt_segset_take_damage(struct vt_segset *s, struct vt_segset_damage *out)
+{
+    if (!s->damage_new)
+        return 0;
+    s->damage_new = false;
+    *out = s->damage;
+    return 1;
+}
+
+uint32_t
+vt_segset_damaged_segments(const struct vt_segset *s)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        n += s->segs[i].damaged;
+    return n;
+}
 
 /* The segment holding `offset` (binary search on base). */
 static struct vt_seg *
@@ -58,8 +99,7 @@ locate(struct vt_segset *s, struct vt_seg *g, uint64_t offset, uint64_t *pos,
         if (n < 0)
             return vt_log_err_set(err, (int)n, s->dir, "read: %s", strerror((int)-n));
         if (vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, h, &why) != 0)
-            return vt_log_err_set(err, -EBADMSG, s->dir, "segment %llu, byte %llu: %s",
-                                  (unsigned long long)g->base, (unsigned long long)p, why);
+            return vt_segset__damage(s, g, p, offset, why, err);
         if (offset < h->base_offset + h->record_count) {
             *pos = p;
             return 0;
@@ -107,10 +147,10 @@ copy_batches(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t max_o
                                    s->limits.max_record_bytes, &h, &why);
         if (rc == -EAGAIN)
             break; /* the next batch does not fit in what is left of cap */
-        if (rc != 0) /* never serve damaged data */
-            return vt_log_err_set(err, -EBADMSG, s->dir, "segment %llu, byte %llu: %s",
-                                  (unsigned long long)g->base,
-                                  (unsigned long long)(pos + used), why);
+        if (rc != 0) { /* never serve damaged data; what precedes it is intact */
+            *len = used;
+            return vt_segset__damage(s, g, pos + used, *next, why, err);
+        }
         if (h.base_offset + h.record_count > max_offset)
             break;
         used += h.batch_len;
@@ -139,6 +179,8 @@ vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_
         int rc = locate(s, g, *next, &pos, &h, err);
         if (rc == -ENODATA)
             break;
+        if (rc == -EBADMSG && *len > 0)
+            return 0;
         if (rc != 0)
             return rc;
         if (*len == 0 && h.batch_len > cap) {
@@ -149,9 +191,11 @@ vt_segset_read(struct vt_segset *s, uint64_t offset, uint64_t max_offset, uint8_
         size_t got = 0;
         uint64_t before = *next;
         rc = copy_batches(s, g, pos, max_offset, buf + *len, cap - *len, &got, next, err);
+        *len += got;
+        if (rc == -EBADMSG && *len > 0)
+            return 0; /* serve what precedes the damage; the next read names it */
         if (rc != 0)
             return rc;
-        *len += got;
         if (got == 0 || *next == before || *next < g->next)
             break; /* out of room, at the HWM, or mid-segment */
     }

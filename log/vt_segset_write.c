@@ -37,6 +37,8 @@
 bool
 vt_segset_fits(const struct vt_segset *s, size_t len, uint32_t records)
 {
+    if (s->roll_pending)
+        return false; /* no tail yet: vt_segset_roll creates it */
     uint64_t bytes = s->written_end - VT_SEG_HEADER_BYTES;
     uint64_t recs = s->written_next - s->segs[s->n - 1].base;
     if (recs == 0)
@@ -93,7 +95,10 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
     if (s->poisoned)
         return vt_log_err_set(err, -EIO, s->dir, "segment set poisoned by an earlier error");
     uint32_t records;
-    int rc = check_batches(s, batches, len, &records, err);
+    int rc = vt_segset__finish_pending_roll(s, err);
+    if (rc != 0)
+        return rc;
+    rc = check_batches(s, batches, len, &records, err);
     if (rc != 0)
         return rc;
     if (len == 0)
@@ -107,6 +112,10 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
         uint64_t want = s->written_end + len > s->prealloc_end + step ? s->written_end + len
                                                                       : s->prealloc_end + step;
         rc = o->fallocate(o->ctx, g->fd, s->prealloc_end, want - s->prealloc_end);
+        if (rc == -ENOSPC && want > s->written_end + len) { /* only what this write needs */
+            want = s->written_end + len;
+            rc = o->fallocate(o->ctx, g->fd, s->prealloc_end, want - s->prealloc_end);
+        }
         if (rc != 0)
             return vt_segset__poison(s, err, rc, s->dir, "preallocate tail");
         s->prealloc_end = want;
@@ -144,13 +153,16 @@ vt_segset__write_boundary(struct vt_segset *s, uint64_t next, uint64_t end,
     vt_commit_slot_encode(&cp, slot, buf);
     ssize_t w = vt_file_pwrite_all(s->ops, s->commit_fd, buf, sizeof(buf),
                                    (uint64_t)slot * VT_COMMIT_SLOT_BYTES);
+    if (w == -ENOSPC) /* the slot written is not the current one: nothing moved */
+        return vt_log_err_set(err, -ENOSPC, s->dir, "write commit boundary: %s",
+                              strerror(ENOSPC));
     int rc = (int)w;
     if (w >= 0) {
         uint64_t t0 = vt_clock_mono_ns();
         rc = s->ops->fdatasync(s->ops->ctx, s->commit_fd);
         s->sync_ns += vt_clock_mono_ns() - t0;
     }
-    if (rc != 0)
+    if (rc != 0) /* after a failed fdatasync the slot's state is unknown */
         return vt_segset__poison(s, err, rc == -ENOSPC ? -EIO : rc, s->dir,
                                  "write commit boundary");
     s->commit_seq = cp.sequence;
@@ -197,10 +209,48 @@ poison_past_return(struct vt_segset *s, struct vt_log_err *err, int rc, const ch
 }
 
 int
+vt_segset__finish_pending_roll(struct vt_segset *s, struct vt_log_err *err)
+{
+    if (!s->roll_pending)
+        return 0;
+    int rc = 0;
+    if (!s->roll_snapshot_done) {
+        char stem[64], name[96];
+        vt_seg_stem(s->committed_next, stem);
+        snprintf(name, sizeof(name), "%s.producers", stem);
+        size_t snapshot_len = vt_producers_snapshot_size(s->prod);
+        uint8_t *snapshot = malloc(snapshot_len ? snapshot_len : 1);
+        if (snapshot == NULL || vt_producers_snapshot_encode(s->prod, snapshot, snapshot_len) < 0)
+            rc = vt_log_err_set(err, -ENOMEM, s->dir, "encode producer frontier");
+        if (rc == 0)
+            rc = vt_fs_write_atomic(s->ops, s->dir, name, snapshot, snapshot_len, err);
+        free(snapshot);
+        s->roll_snapshot_done = rc == 0;
+    }
+    if (rc == 0)
+        rc = vt_segset__create_tail(s, s->committed_next, err);
+    if (rc == -ENOSPC && s->segs[s->n - 1].sealed) {
+        /* nothing half-made survives: the atomic writes removed their temp
+         * files, and a boundary without its tail is rewritten next time */
+        char msg[sizeof(err->msg)];
+        snprintf(msg, sizeof(msg), "roll: create successor at %llu (retried once space "
+                 "exists): %.400s", (unsigned long long)s->committed_next, err->msg);
+        return vt_log_err_set(err, -ENOSPC, err->path, "%s", msg);
+    }
+    if (rc != 0)
+        return poison_past_return(s, err, rc, "roll: create successor");
+    s->roll_pending = false;
+    s->roll_snapshot_done = false;
+    return 0;
+}
+
+int
 vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
 {
     if (s->poisoned)
         return vt_log_err_set(err, -EIO, s->dir, "segment set poisoned by an earlier error");
+    if (s->roll_pending)
+        return vt_segset__finish_pending_roll(s, err);
     struct vt_seg *g = vt_segset__tail(s);
     if (s->written_end != s->committed_end)
         return vt_log_err_set(err, -EINVAL, s->dir, "roll: tail has uncommitted data");
@@ -210,25 +260,24 @@ vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
     memcpy(sp.sealing_node, s->cfg.node_id, 16);
     struct vt_seal_result res;
     int rc = vt_seal_active(s->ops, s->dir, g->base, &sp, &res, err);
+    if (rc == -ENOSPC) {
+        /* refused before the rename (the index or manifest did not fit): the
+         * tail is still the .active, cut back to its committed end, so the
+         * next append preallocates again. After the rename it is half-way. */
+        char path[PATH_MAX];
+        if (vt_segset__path(s, g->base, "active", path, sizeof(path)) != 0 ||
+            s->ops->stat_size(s->ops->ctx, path, NULL, NULL) != 0)
+            return poison_past_return(s, err, rc, "roll: seal");
+        s->prealloc_end = s->committed_end;
+        return rc;
+    }
     if (rc != 0)
         return vt_segset__poison(s, err, rc, err->path, err->msg);
     g->sealed = true; /* the open fd follows the rename */
     g->end = s->committed_end;
-    char stem[64], name[96];
-    vt_seg_stem(s->committed_next, stem);
-    snprintf(name, sizeof(name), "%s.producers", stem);
-    size_t snapshot_len = vt_producers_snapshot_size(s->prod);
-    uint8_t *snapshot = malloc(snapshot_len ? snapshot_len : 1);
-    if (snapshot == NULL || vt_producers_snapshot_encode(s->prod, snapshot, snapshot_len) < 0)
-        rc = vt_log_err_set(err, -ENOMEM, s->dir, "encode producer frontier");
-    if (rc == 0)
-        rc = vt_fs_write_atomic(s->ops, s->dir, name, snapshot, snapshot_len, err);
-    free(snapshot);
-    if (rc == 0)
-        rc = vt_segset__create_tail(s, s->committed_next, err);
-    if (rc != 0)
-        return poison_past_return(s, err, rc, "roll: create successor");
-    return 0;
+    s->roll_pending = true;
+    s->roll_snapshot_done = false;
+    return vt_segset__finish_pending_roll(s, err);
 }
 
 /* ---- truncation -------------------------------------------------------- */
@@ -476,6 +525,9 @@ vt_segset_truncate(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
         return vt_log_err_set(err, -EIO, s->dir, "segment set poisoned by an earlier error");
     if (offset == s->written_next)
         return 0;
+    int rc = vt_segset__finish_pending_roll(s, err);
+    if (rc != 0)
+        return rc;
     if (offset < vt_segset_start_offset(s) || offset > s->written_next)
         return vt_log_err_set(err, -ERANGE, s->dir, "truncate: offset %llu outside [%llu, %llu]",
                               (unsigned long long)offset,

@@ -27,6 +27,7 @@ vt_proto_error_name(uint16_t code)
     case VT_E_PRODUCER_FENCED: return "ProducerFenced";
     case VT_E_SEQUENCE_FIRST: return "SequenceFirst";
     case VT_E_NOT_LEADER: return "NotLeader";
+    case VT_E_CORRUPT: return "Corrupt";
     default: return "Unknown";
     }
 }
@@ -377,6 +378,8 @@ vt_proto_encode_node_status_resp(struct vt_wr *w, const struct vt_node_status_re
             vt_wr_u64(w, x->fences);
             vt_wr_u64(w, x->truncated);
         }
+        vt_wr_u8(w, r->storage);
+        vt_wr_str(w, r->storage_reason);
     }
 }
 
@@ -449,6 +452,16 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
             return -EBADMSG;
         }
         rc = dec_replicas(&r, s, why);
+        if (rc != 0)
+            return rc;
+        if (vt_rd_u8(&r, "storage", &s->storage))
+            return vt_proto_fail(&r, why);
+        if (s->storage & ~(VT_RS_STORAGE_DISK_FULL | VT_RS_STORAGE_DAMAGED)) {
+            *why = "storage: unknown bits";
+            return -EBADMSG;
+        }
+        rc = dec_fixed_str(&r, "storage_reason", s->storage_reason,
+                           VT_PROTO_STORAGE_REASON_MAX, why);
         if (rc != 0)
             return rc;
     }

@@ -110,7 +110,10 @@ enum vt_proto_error {
     VT_E_SEQUENCE_FIRST = 16,    /* a new producer epoch must start at sequence 0 */
     VT_E_NOT_LEADER = 17,        /* this replica does not lead the range: the Error's
                                   * hint names the leader when known (retryable) */
+    VT_E_CORRUPT = 18,           /* the data asked for failed its checksum on this
+                                  * replica (its segment is quarantined): not served */
 };
+#define VT_E_MAX 18u
 const char *vt_proto_error_name(uint16_t code);
 
 enum vt_proto_role {
@@ -221,6 +224,10 @@ int vt_proto_decode_locate_resp(const uint8_t *p, size_t len, struct vt_locate_r
 #define VT_PROTO_STATUS_MAX_RANGES 4096u
 
 #define VT_PROTO_STATUS_MAX_REPLICAS 7u
+/* A range's storage health in NodeStatus (bits) and its reason's bound. */
+#define VT_RS_STORAGE_DISK_FULL 1u /* writes refused for want of space; resumes by itself */
+#define VT_RS_STORAGE_DAMAGED 2u   /* a segment failed its checks and is quarantined */
+#define VT_PROTO_STORAGE_REASON_MAX 255u
 
 /* Replica roles and link states in a NodeStatusResponse. */
 enum { VT_RS_ROLE_SINGLE = 0, VT_RS_ROLE_LEADER = 1, VT_RS_ROLE_FOLLOWER = 2 };
@@ -251,6 +258,8 @@ struct vt_range_status {
     uint8_t role;            /* VT_RS_ROLE_* */
     uint8_t n_replicas;      /* followers (leader) or 1 = the leader (follower) */
     struct vt_replica_status replicas[VT_PROTO_STATUS_MAX_REPLICAS];
+    uint8_t storage;         /* VT_RS_STORAGE_* bits; 0 = healthy */
+    char storage_reason[VT_PROTO_STORAGE_REASON_MAX + 1]; /* "" when healthy */
 };
 
 struct vt_node_status_resp {

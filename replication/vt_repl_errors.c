@@ -69,7 +69,9 @@ static const struct vt_repl_err_class table[] = {
     RETRY(READ, -ECANCELED, VT_E_STORAGE, "range is closing"),
     FINAL(READ, -ERANGE, VT_E_WRONG_RANGE, "offset is below the range's retained start"),
     FINAL(READ, -ENOBUFS, VT_E_INVALID_REQUEST, "max_bytes is smaller than the next batch"),
-    RETRY(READ, -EBADMSG, VT_E_STORAGE, "the range's data is damaged; nothing was served"),
+    FINAL(READ, -EBADMSG, VT_E_CORRUPT,
+          "the data at this offset failed its checksum on this replica: its segment is "
+          "quarantined and nothing damaged was served"),
     RETRY(READ, -EIO, VT_E_STORAGE, "read failed: I/O error"),
     RETRY(READ, FALLBACK, VT_E_STORAGE, "read failed"),
 

@@ -190,7 +190,7 @@ test_vt_proto_node_status_resp_golden(void **state)
         {.fencing_epoch = 1, .start_offset = 0, .next_offset = 100, .committed = 90, .hwm = 90,
          .state = 1},
         {.fencing_epoch = 2, .start_offset = 10, .next_offset = 10, .committed = 10, .hwm = 10,
-         .state = 2},
+         .state = 2, .storage = VT_RS_STORAGE_DAMAGED, .storage_reason = "x"},
     };
     range_r(&rs[0].range, "orders", 1, 0x40, 0);
     range_r(&rs[1].range, "b", 2, 0, 1);
@@ -215,6 +215,8 @@ test_vt_proto_node_status_resp_golden(void **state)
         assert_int_equal(d.ranges[i].committed, rs[i].committed);
         assert_int_equal(d.ranges[i].hwm, rs[i].hwm);
         assert_int_equal(d.ranges[i].state, rs[i].state);
+        assert_int_equal(d.ranges[i].storage, rs[i].storage);
+        assert_string_equal(d.ranges[i].storage_reason, rs[i].storage_reason);
     }
 }
 
@@ -280,13 +282,14 @@ test_vt_proto_node_status_replicas_roundtrip(void **state)
     assert_int_equal(d.ranges[0].n_replicas, 2);
     assert_memory_equal(&d.ranges[0].replicas[1], &rs->replicas[1], sizeof(rs->replicas[1]));
     /* a replica state of 3 is refused, naming the field */
-    /* after the last replica's state: 3 x u64, u32, 4 x u64 */
-    buf[w.len - 61] = 3;
+    /* after the last replica's state: 3 x u64, u32, 4 x u64, then the
+     * range's storage u8 and its empty reason (u32 0) */
+    buf[w.len - 66] = 3;
     assert_int_equal(vt_proto_decode_node_status_resp(buf, w.len, &d, &why), -EBADMSG);
     assert_non_null(strstr(why, "replica.state"));
     /* more than 7 replicas: refused from the count */
-    buf[w.len - 61] = 2;
-    size_t n_off = w.len - 2 * 78 - 1;
+    buf[w.len - 66] = 2;
+    size_t n_off = w.len - 5 - 2 * 78 - 1;
     buf[n_off] = 8;
     assert_int_equal(vt_proto_decode_node_status_resp(buf, w.len, &d, &why), -EMSGSIZE);
     assert_non_null(strstr(why, "n_replicas"));
@@ -393,13 +396,13 @@ test_vt_proto_error_name_and_retryable(void **state)
         {9, "Storage", true},           {10, "ProtocolViolation", false},
         {13, "SequenceGap", false},     {14, "SequenceBelowWindow", false},
         {15, "ProducerFenced", false},  {16, "SequenceFirst", false},
-        {17, "NotLeader", true},
+        {17, "NotLeader", true},        {18, "Corrupt", false},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(t); i++) {
         assert_string_equal(vt_proto_error_name(t[i].code), t[i].name);
         assert_int_equal(vt_proto_error_retryable(t[i].code), t[i].retryable);
     }
-    static const uint16_t unknown[] = {0, 11, 12, 18, 999, UINT16_MAX};
+    static const uint16_t unknown[] = {0, 11, 12, 19, 999, UINT16_MAX};
     for (size_t i = 0; i < VT_ARRAY_LEN(unknown); i++) {
         assert_string_equal(vt_proto_error_name(unknown[i]), "Unknown");
         assert_false(vt_proto_error_retryable(unknown[i]));

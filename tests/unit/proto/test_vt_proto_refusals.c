@@ -346,14 +346,18 @@ test_vt_proto_decode_bad_enum_values(void **state)
     /* error retryable at 2. */
     expect_good_value(golden_error, dec_error, 2, 0);
     expect_bad_value(golden_error, dec_error, 2, 2, "retryable");
-    /* node status: the last range ends with state, role, n_replicas; the
-     * first range's state is at 4+2 + 4 + 42 + 40 = 92. */
+    /* node status: the last range ends with state, role, n_replicas, then
+     * storage u8 and its reason "x" (u32 1, 1 byte); the first range's state
+     * is at 4+2 + 4 + 42 + 40 = 92. */
     size_t n = unhex(golden_node_status_resp);
-    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 3, 0);
-    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 3, 3, "state");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 9, 0);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 9, 3, "state");
     expect_bad_value(golden_node_status_resp, dec_node_status_resp, 92, 3, "state");
-    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 2, 2);
-    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 2, 3, "role");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 8, 2);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 8, 3, "role");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 6, 1);
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 6, 3);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 6, 4, "storage");
 
 }
 
