@@ -367,6 +367,16 @@ on_read(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t next
         if (rc == 0 || rc == 1)
             return;
     }
+    if (rc == -EBADMSG) { /* name the damage: file, byte, why */
+        const struct vt_segset_damage *d = &vt_rlog_health(l)->damage;
+        const char *file = strrchr(d->path, '/');
+        char context[200];
+        snprintf(context, sizeof(context), "fetch at %llu: %.64s byte %llu: %.60s",
+                 (unsigned long long)r->fetch_start, file ? file + 1 : d->path,
+                 (unsigned long long)d->byte, d->why);
+        log_fail(c, r, VT_REPL_ERR_READ, rc, context);
+        return;
+    }
     if (rc != 0) {
         char context[64];
         snprintf(context, sizeof(context), "fetch at %llu, max_bytes %u",

@@ -102,11 +102,12 @@ reason_text(struct vt_range_actor *ra, const struct vt_rlog_health *h, char *out
     if (h->disk_full)
         append(out, cap, &n, " disk full (writes refused, retryable, resuming by itself once "
                "space exists): %.100s;", h->disk_full_why);
+    const char *file = strrchr(h->damage.path, '/');
     if (h->damaged_segments > 0)
         append(out, cap, &n, " %u segment%s quarantined: %s byte %" PRIu64 " (offset %" PRIu64
-               " and after not served): %s", h->damaged_segments,
-               h->damaged_segments == 1 ? "" : "s", h->damage.path, h->damage.byte,
-               h->damage.offset, h->damage.why);
+               "): %s", h->damaged_segments, h->damaged_segments == 1 ? "" : "s",
+               file ? file + 1 : h->damage.path, h->damage.byte, h->damage.offset,
+               h->damage.why);
 }
 
 static void

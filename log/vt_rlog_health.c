@@ -122,8 +122,8 @@ vt_rlog__note_damage(struct vt_rlog *l, const struct vt_segset_damage *d, uint32
     h->corruptions++;
     h->damage = *d;
     h->damaged_segments = segments;
-    VT_ERROR("range log %s: DAMAGE in %s at byte %llu (offset %llu and after not served): %s; "
-             "the segment is quarantined, reads below it still serve", l->cfg.dir, d->path,
+    VT_ERROR("range log %s: DAMAGE in %s at byte %llu (offset %llu): %s; the segment is "
+             "quarantined: nothing failing its checks is served", l->cfg.dir, d->path,
              (unsigned long long)d->byte, (unsigned long long)d->offset, d->why);
     changed(l);
 }

@@ -27,8 +27,8 @@ vt_segset__damage(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t 
         s->damage = d;
         s->damage_new = true;
     }
-    return vt_log_err_set(err, -EBADMSG, d.path, "damaged batch at byte %llu (offset %llu and "
-                          "after not served): %s", (unsigned long long)pos,
+    return vt_log_err_set(err, -EBADMSG, d.path, "damaged at byte %llu (offset %llu): %s",
+                          (unsigned long long)pos,
                           (unsigned long long)offset, d.why);
 }
 

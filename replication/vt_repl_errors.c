@@ -70,8 +70,7 @@ static const struct vt_repl_err_class table[] = {
     FINAL(READ, -ERANGE, VT_E_WRONG_RANGE, "offset is below the range's retained start"),
     FINAL(READ, -ENOBUFS, VT_E_INVALID_REQUEST, "max_bytes is smaller than the next batch"),
     FINAL(READ, -EBADMSG, VT_E_CORRUPT,
-          "the data at this offset failed its checksum on this replica: its segment is "
-          "quarantined and nothing damaged was served"),
+          "damaged on this replica (segment quarantined; nothing damaged served)"),
     RETRY(READ, -EIO, VT_E_STORAGE, "read failed: I/O error"),
     RETRY(READ, FALLBACK, VT_E_STORAGE, "read failed"),
 
