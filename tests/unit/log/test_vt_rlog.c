@@ -284,6 +284,9 @@ struct nospc {
     struct vt_rlog *l;
     struct vt_timer t;
     uint32_t sent, ok, nospc, again;
+    uint32_t health_calls, ok_at_clear;
+    bool saw_full, cleared_by_probe;
+    uint64_t refusals;
     int phase;
     _Atomic int done;
 };
@@ -306,13 +309,37 @@ ns_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
 static void ns_closed(void *arg);
 
 static void
+ns_health(void *arg)
+{
+    (void)arg;
+    const struct vt_rlog_health *h = vt_rlog_health(NS.l);
+    NS.health_calls++;
+    NS.saw_full |= h->disk_full;
+    NS.refusals = h->disk_full_refusals;
+}
+
+/* Phase 0 writes until the disk is full; phase 1 frees the space and sends
+ * nothing until the space probe alone clears the disk-full state; phase 2
+ * writes again. */
+static void
 ns_pump(struct vt_core *c, struct vt_timer *t)
 {
     if (NS.phase == 0 && NS.nospc > 0 && vt_rlog_committed(NS.l) == vt_rlog_next_offset(NS.l)) {
+        if (!vt_rlog_health(NS.l)->disk_full)
+            fail_msg("refused with ENOSPC but the health does not say disk full");
         vt_memfs_enospc_after_bytes(NS.fs, UINT64_MAX); /* space is back */
         NS.phase = 1;
     }
-    if (NS.phase == 1 && NS.ok >= 40) {
+    if (NS.phase == 1) {
+        if (vt_rlog_health(NS.l)->disk_full) {
+            vt_timer_arm(c, t, 10);
+            return; /* no write: the probe must find the space */
+        }
+        NS.cleared_by_probe = true;
+        NS.ok_at_clear = NS.ok;
+        NS.phase = 2;
+    }
+    if (NS.phase == 2 && NS.ok >= NS.ok_at_clear + 40) {
         vt_rlog_close(NS.l, ns_closed, NULL);
         return;
     }
@@ -381,6 +408,7 @@ test_rlog_enospc_fails_unacked_and_recovers(void **state)
     vt_lt_config(&cfg.set);
     cfg.set.prealloc_bytes = 64 << 10;
     cfg.create = true;
+    cfg.on_health = ns_health;
     /* room for the files and a few preallocation steps, then ENOSPC */
     vt_memfs_enospc_after_bytes(NS.fs, 300 << 10);
     struct vt_runtime_config rc;
@@ -395,7 +423,10 @@ test_rlog_enospc_fails_unacked_and_recovers(void **state)
     assert_true(vt_test_wait_flag(&NS.done, 60000));
     vt_test_runtime_finish(rt);
     assert_true(NS.nospc > 0);  /* some appends were refused ... */
-    assert_true(NS.ok >= 40);   /* ... and writing resumed afterwards */
+    assert_true(NS.saw_full && NS.refusals > 0); /* ... reported as disk full ... */
+    assert_true(NS.cleared_by_probe);            /* ... cleared with no write ... */
+    assert_true(NS.health_calls >= 2);
+    assert_true(NS.ok >= NS.ok_at_clear + 40);   /* ... and writing resumed afterwards */
     /* Everything acknowledged is there; nothing refused is. */
     struct vt_segset *s = NULL;
     struct vt_log_err lerr;
