@@ -102,6 +102,9 @@ reason_text(struct vt_range_actor *ra, const struct vt_rlog_health *h, char *out
     if (h->disk_full)
         append(out, cap, &n, " disk full (writes refused, retryable, resuming by itself once "
                "space exists): %.100s;", h->disk_full_why);
+    if (h->poisoned)
+        append(out, cap, &n, " I/O error, writes refused until the node restarts: %.150s;",
+               h->poisoned_why);
     const char *file = strrchr(h->damage.path, '/');
     if (h->damaged_segments > 0)
         append(out, cap, &n, " %u segment%s quarantined: %s byte %" PRIu64 " (offset %" PRIu64
@@ -128,7 +131,8 @@ health_changed(void *arg)
     atomic_store_explicit(&ra->damaged_segments_g, h->damaged_segments, memory_order_relaxed);
     atomic_store_explicit(&ra->scrub_pass_ms_g, h->scrub_last_pass_ms, memory_order_relaxed);
     uint32_t flags = (h->disk_full ? VT_RS_STORAGE_DISK_FULL : 0) |
-                     (h->damaged_segments > 0 ? VT_RS_STORAGE_DAMAGED : 0);
+                     (h->damaged_segments > 0 ? VT_RS_STORAGE_DAMAGED : 0) |
+                     (h->poisoned ? VT_RS_STORAGE_IO_ERROR : 0);
     uint32_t was = atomic_load_explicit(&ra->storage_g, memory_order_relaxed);
     if (flags != 0) {
         if (ra->reasons == NULL)

@@ -121,8 +121,10 @@ role_name(uint8_t r)
 static const char *
 storage_name(uint8_t s)
 {
-    bool full = s & VT_RS_STORAGE_DISK_FULL, bad = s & VT_RS_STORAGE_DAMAGED;
-    return full && bad ? "disk_full,damaged" : full ? "disk_full" : bad ? "damaged" : "ok";
+    static const char *const names[8] = {
+        "ok", "disk_full", "damaged", "disk_full,damaged", "io_error", "disk_full,io_error",
+        "damaged,io_error", "disk_full,damaged,io_error"};
+    return names[s & 7];
 }
 
 static const char *

@@ -331,10 +331,13 @@ on_open_done(struct vt_rlog *l)
 void
 vt_rlog__poison(struct vt_rlog *l, int rc, const char *during)
 {
-    if (!l->poisoned)
+    bool first = !l->poisoned;
+    if (first)
         VT_ERROR("range log %s poisoned %s: %s (%s)", l->cfg.dir, during, l->job_err.msg,
                  l->job_err.path);
     l->poisoned = true;
+    if (first)
+        vt_rlog__note_poison(l, during);
     vt_rlog__fire_waiters(l, rc);
 }
 

@@ -69,6 +69,10 @@ struct vt_rlog_health {
     uint32_t damaged_segments;   /* segments quarantined now */
     uint64_t corruptions;        /* damaged batches found, ever */
     struct vt_segset_damage damage; /* the newest, when corruptions > 0 */
+    /* Poisoned by an I/O error (a failed fdatasync or write): every write
+     * is refused until the range is reopened (a node restart). */
+    bool poisoned;
+    char poisoned_why[320];
     /* Scrubber: bytes verified, and when it last finished a whole pass
      * over the sealed segments (0 = never). */
     uint64_t scrub_bytes;

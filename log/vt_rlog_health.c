@@ -129,6 +129,15 @@ vt_rlog__note_damage(struct vt_rlog *l, const struct vt_segset_damage *d, uint32
 }
 
 void
+vt_rlog__note_poison(struct vt_rlog *l, const char *during)
+{
+    l->health.poisoned = true;
+    snprintf(l->health.poisoned_why, sizeof(l->health.poisoned_why), "%.60s: %.180s [%.70s]",
+             during, l->job_err.msg, l->job_err.path);
+    changed(l);
+}
+
+void
 vt_rlog__damage_recount(struct vt_rlog *l, uint32_t segments)
 {
     if (l->health.damaged_segments == segments)

@@ -175,6 +175,8 @@ int vt_rlog__probe_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__probe_done(struct vt_rlog *l);
 void vt_rlog__note_damage(struct vt_rlog *l, const struct vt_segset_damage *d, uint32_t segments);
 void vt_rlog__damage_recount(struct vt_rlog *l, uint32_t segments);
+/* The log was just poisoned (`during`: what it was doing; job_err: why). */
+void vt_rlog__note_poison(struct vt_rlog *l, const char *during);
 int vt_rlog__scrub_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__scrub_done(struct vt_rlog *l);
 void vt_rlog__scrub_abort(struct vt_rlog *l, int rc);

@@ -456,7 +456,8 @@ vt_proto_decode_node_status_resp(const uint8_t *p, size_t len, struct vt_node_st
             return rc;
         if (vt_rd_u8(&r, "storage", &s->storage))
             return vt_proto_fail(&r, why);
-        if (s->storage & ~(VT_RS_STORAGE_DISK_FULL | VT_RS_STORAGE_DAMAGED)) {
+        if (s->storage &
+            ~(VT_RS_STORAGE_DISK_FULL | VT_RS_STORAGE_DAMAGED | VT_RS_STORAGE_IO_ERROR)) {
             *why = "storage: unknown bits";
             return -EBADMSG;
         }

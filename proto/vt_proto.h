@@ -227,6 +227,7 @@ int vt_proto_decode_locate_resp(const uint8_t *p, size_t len, struct vt_locate_r
 /* A range's storage health in NodeStatus (bits) and its reason's bound. */
 #define VT_RS_STORAGE_DISK_FULL 1u /* writes refused for want of space; resumes by itself */
 #define VT_RS_STORAGE_DAMAGED 2u   /* a segment failed its checks and is quarantined */
+#define VT_RS_STORAGE_IO_ERROR 4u  /* poisoned by an I/O error: writes refused until restart */
 #define VT_PROTO_STORAGE_REASON_MAX 255u
 
 /* Replica roles and link states in a NodeStatusResponse. */

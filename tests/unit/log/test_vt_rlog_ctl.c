@@ -208,6 +208,9 @@ test_vt_rlog_begin_epoch_history_failure_poisons(void **state)
     assert_int_equal(H.cb_rc, -EIO);
     assert_int_equal(H.held, 5);
     assert_true(H.poisoned);
+    assert_true(H.health.poisoned); /* reported: status, /readyz, metrics */
+    assert_non_null(strstr(H.health.poisoned_why, "recording a leader epoch"));
+    assert_false(H.health.disk_full);
     H.p_epoch = 6;
     run_step(step_begin);
     assert_int_equal(H.sync_rc, -EIO);

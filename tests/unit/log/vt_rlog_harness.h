@@ -62,6 +62,7 @@ struct h {
     /* snapshot after the step */
     uint64_t held, fence, next, committed, start;
     bool poisoned;
+    struct vt_rlog_health health;
     struct vt_epoch_entry hist[HIST_CAP];
     uint32_t hist_n;
 };
@@ -78,6 +79,7 @@ snap(void)
     H.committed = vt_rlog_committed(H.l);
     H.start = vt_rlog_start_offset(H.l);
     H.poisoned = vt_rlog_poisoned(H.l);
+    H.health = *vt_rlog_health(H.l);
     H.hist_n = vt_rlog_history(H.l, H.hist, HIST_CAP);
 }
 

@@ -357,7 +357,8 @@ test_vt_proto_decode_bad_enum_values(void **state)
     expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 8, 3, "role");
     expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 6, 1);
     expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 6, 3);
-    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 6, 4, "storage");
+    expect_good_value(golden_node_status_resp, dec_node_status_resp, n - 6, 7);
+    expect_bad_value(golden_node_status_resp, dec_node_status_resp, n - 6, 8, "storage");
 
 }
 
