@@ -108,9 +108,10 @@ reason_text(struct vt_range_actor *ra, const struct vt_rlog_health *h, char *out
     const char *file = strrchr(h->damage.path, '/');
     if (h->damaged_segments > 0)
         append(out, cap, &n, " %u segment%s quarantined: %s byte %" PRIu64 " (offset %" PRIu64
-               "): %s", h->damaged_segments, h->damaged_segments == 1 ? "" : "s",
-               file ? file + 1 : h->damage.path, h->damage.byte, h->damage.offset,
-               h->damage.why);
+               "; the segment holds %" PRIu64 "..%" PRIu64 "): %s", h->damaged_segments,
+               h->damaged_segments == 1 ? "" : "s", file ? file + 1 : h->damage.path,
+               h->damage.byte, h->damage.offset, h->damage.segment_base,
+               h->damage.segment_next - 1, h->damage.why);
 }
 
 static void

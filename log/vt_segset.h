@@ -146,6 +146,7 @@ struct vt_segset_damage {
     uint64_t segment_base; /* the file's stem: range-{segment_base}.segment / .active */
     uint64_t offset;       /* the first offset not served */
     uint64_t byte;         /* the bad batch's byte position in that file */
+    uint64_t segment_next; /* the segment holds [segment_base, segment_next) */
     bool sealed;           /* a .segment (else the .active tail) */
     char path[320];        /* the file */
     char why[160];

@@ -16,7 +16,7 @@ vt_segset__damage(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t 
                   const char *why, struct vt_log_err *err)
 {
     struct vt_segset_damage d = {.segment_base = g->base, .offset = offset, .byte = pos,
-                                 .sealed = g->sealed};
+                                 .segment_next = g->next, .sealed = g->sealed};
     if (vt_segset__path(s, g->base, g->sealed ? "segment" : "active", d.path, sizeof(d.path)))
         snprintf(d.path, sizeof(d.path), "%.300s", s->dir);
     snprintf(d.why, sizeof(d.why), "%s", why ? why : "damaged");
