@@ -696,8 +696,10 @@ vt_range_actor_stop(struct vt_range_actor *ra)
     RANGE_OWNED(ra);
     /* one timer at a time: the open retry before the range is ready, the
      * retention tick after */
-    if (!ra->stopped && (ra->open_waiting || (retention_on(ra->b->cfg) && ra->state == RA_READY)))
+    if (!ra->stopped && (ra->open_waiting || ra->epoch_waiting ||
+                         (retention_on(ra->b->cfg) && ra->state == RA_READY)))
         vt_timer_cancel(vt_core_self(), &ra->retain_tick);
+    ra->epoch_waiting = false;
     if (!ra->stopped)
         vt_range__health_stop(ra);
     ra->open_waiting = false;
@@ -767,12 +769,42 @@ range_failed(struct vt_range_actor *ra, int rc)
     vt_range__opened(ra, rc);
 }
 
+static void on_open_retry(struct vt_core *core, struct vt_timer *t);
+#define BEGIN_RETRY_MS 1000u
+
+static void single_begun(struct vt_rlog *l, int rc, void *arg);
+
+/* Recording the epoch found no space (a range created on a full disk): it
+ * waits for room instead of failing for good. */
+static void
+on_begin_retry(struct vt_core *core, struct vt_timer *t)
+{
+    (void)core;
+    struct vt_range_actor *ra = t->arg;
+    RANGE_OWNED(ra);
+    ra->epoch_waiting = false;
+    if (ra->stopped)
+        return;
+    int brc = vt_rlog_begin_epoch(ra->log, ra->fencing_epoch, single_begun, ra);
+    if (brc != 0)
+        single_begun(ra->log, brc, ra);
+}
+
 static void
 single_begun(struct vt_rlog *l, int rc, void *arg)
 {
     (void)l;
     struct vt_range_actor *ra = arg;
     RANGE_OWNED(ra);
+    if ((rc == -ENOSPC || rc == -EAGAIN) && !ra->stopped && !ra->close_asked) {
+        VT_WARN_RL(10000, "range %s: cannot record fencing epoch %llu yet (%s): retrying every "
+                   "%u ms", ra->br.ident.topic, (unsigned long long)ra->fencing_epoch,
+                   strerror(-rc), BEGIN_RETRY_MS);
+        vt_timer_init(&ra->retain_tick, on_begin_retry, ra);
+        vt_timer_arm(vt_core_self(), &ra->retain_tick, BEGIN_RETRY_MS);
+        ra->epoch_waiting = true;
+        return;
+    }
     if (rc != 0) {
         VT_ERROR("range %s: cannot record fencing epoch %llu: %s", ra->br.ident.topic,
                  (unsigned long long)ra->fencing_epoch, strerror(-rc));
@@ -790,6 +822,16 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
     RANGE_OWNED(ra);
     struct vt_broker_range *br = &ra->br;
     ra->opening = false;
+    if (rc == -ENOSPC && !ra->stopped && !ra->close_asked) {
+        /* a range created (or an interrupted step finished) on a full disk:
+         * it waits for room instead of failing for good */
+        VT_WARN_RL(10000, "range %s (%s): out of space while opening (%s [%s]): retrying every "
+                   "%u ms", br->ident.topic, br->dir, err->msg, err->path, BEGIN_RETRY_MS);
+        vt_timer_init(&ra->retain_tick, on_open_retry, ra);
+        vt_timer_arm(vt_core_self(), &ra->retain_tick, BEGIN_RETRY_MS);
+        ra->open_waiting = true;
+        return;
+    }
     if (rc != 0) {
         if (ra->repl != NULL)
             vt_repl_range_failed(ra->repl);
@@ -819,7 +861,6 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
         single_begun(l, brc, ra);
 }
 
-static void on_open_retry(struct vt_core *core, struct vt_timer *t);
 
 void
 vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)

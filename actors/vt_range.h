@@ -103,6 +103,7 @@ struct vt_range_actor {
     struct vt_timer retain_tick;
     uint64_t rolls_seen;
     bool retaining, stopped, open_waiting, opening, close_asked;
+    bool epoch_waiting;       /* retain_tick retries recording the epoch (no space) */
     bool failed_counted;      /* counted in b->opens_failed */
     /* who waits for the open / the close (vt_range_table.c) */
     struct vt_range_op *open_op, *close_op;

@@ -283,6 +283,16 @@ make_spec(struct vt_broker_range_spec *sp, uint8_t id_byte, bool no_dir)
         assert_int_equal(vt_memfs_mkdir(T.fs, br.dir), 0);
 }
 
+/* The first hosted range's storage bits and reason. */
+static uint8_t
+storage_of(char *why, size_t cap)
+{
+    const struct vt_range_snap *snap = vt_broker_snap_acquire(&T.b, 0);
+    uint8_t s = vt_range_storage(snap->ranges[0], why, cap);
+    vt_broker_snap_release(&T.b, 0);
+    return s;
+}
+
 static uint32_t
 hosted(void)
 {
@@ -344,6 +354,7 @@ setup(void **state)
     assert_true(b->health_ranges >= 0 && b->health_opened >= 0);
     vt_health_set(h, b->health_ranges, true, "no ranges configured");
     vt_health_set(h, b->health_opened, true, "every range opened at runtime serves");
+    assert_int_equal(vt_range__health_register(b), 0); /* storage counters and source */
 
     assert_int_equal(vt_runtime_start(T.rt, NULL, NULL), 0);
     make_spec(&T.spec, 0x42, false);
@@ -457,10 +468,23 @@ test_on_durable_enospc_storage_retryable(void **state)
     assert_int_equal(produce(2, 2, &q), VT_E_STORAGE);
     assert_true(vt_proto_error_retryable(q.r.err_code));
     assert_non_null(strstr(q.r.err_msg, "out of disk space"));
-    /* the space is back: the same batch goes through on a retry */
+    /* reported: the range's storage state and the node's readiness */
+    char why[VT_PROTO_STORAGE_REASON_MAX + 1];
+    const char *src = NULL, *reason = NULL;
+    struct vt_health *h = vt_runtime_health(T.rt);
+    assert_true(storage_of(why, sizeof(why)) & VT_RS_STORAGE_DISK_FULL);
+    assert_non_null(strstr(why, "disk full"));
+    assert_false(vt_health_ready(h, &src, &reason));
+    assert_string_equal(src, "storage");
+    assert_non_null(strstr(reason, "disk full"));
+    /* the space is back: the same batch goes through on a retry, and the
+     * state clears (a commit succeeded) */
     assert_int_equal(produce_retrying(2, 2, &q), 0);
     assert_int_equal(q.r.presp.base_offset, 2);
     assert_int_equal(q.r.presp.duplicate, 0);
+    assert_int_equal(storage_of(why, sizeof(why)), 0);
+    assert_true(vt_health_ready(h, &src, &reason));
+    assert_true(vt_metrics_read_racy(T.b.metrics, T.b.m.disk_full_refusals) >= 1);
 }
 
 static void
@@ -475,6 +499,28 @@ test_on_durable_eio_poisons_range_storage(void **state)
     /* every later append is refused at admission, with the same class */
     assert_int_equal(produce(2, 2, &q), VT_E_STORAGE);
     assert_string_equal(q.r.err_msg, "range is poisoned by an I/O error");
+    char why[VT_PROTO_STORAGE_REASON_MAX + 1];
+    assert_int_equal(storage_of(why, sizeof(why)), VT_RS_STORAGE_IO_ERROR);
+    assert_non_null(strstr(why, "I/O error, writes refused until the node restarts"));
+}
+
+/* A range opened while the disk is full waits for room (opening, not
+ * failed), then becomes ready by itself. */
+static void
+test_table_open_on_full_disk_waits_for_space(void **state)
+{
+    (void)state;
+    struct vt_broker_range_spec sp;
+    make_spec(&sp, 0x82, false);
+    vt_memfs_fail_kind(T.fs, VT_MEMFS_OP_PWRITE, ENOSPC, -1);
+    struct op o = {.spec = &sp};
+    run_on_core(op_fn, &o);
+    sleep_ms(1500);
+    assert_int_equal(atomic_load(&o.answered), 0); /* still waiting, not failed */
+    vt_memfs_clear_faults(T.fs);
+    assert_true(vt_test_wait_flag(&o.answered, WAIT_MS));
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(table_close(&sp.ident), 0);
 }
 
 static void
@@ -712,6 +758,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_on_durable_enospc_storage_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_durable_eio_poisons_range_storage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_produce_sequence_gap_not_retryable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_table_open_on_full_disk_waits_for_space, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_on_read_eio_storage_retryable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_produce_epoch_zero_or_stale_fenced_with_hint,
                                         setup, teardown),
