@@ -218,6 +218,7 @@ void
 vt_range__health_ready(struct vt_range_actor *ra)
 {
     RANGE_OWNED(ra);
+    health_changed(ra); /* what the open found (a segment quarantined while loading) */
     if (ra->b->cfg->limits.scrub_rate == 0 || ra->stopped)
         return;
     vt_timer_init(&ra->scrub_tick, on_scrub_tick, ra);

@@ -116,6 +116,10 @@ open_job(const struct vt_file_ops *ops, void *arg)
     uint64_t t0 = vt_clock_mono_ns();
     int rc = vt_segset_open(ops, l->cfg.dir, &l->cfg.set, l->cfg.create, &l->set, &l->job_prod,
                             &l->rec, err);
+    if (rc == 0) { /* a sealed segment quarantined while opening */
+        l->job_damage_new = vt_segset_take_damage(l->set, &l->job_damage) == 1;
+        l->job_damaged = vt_segset_damaged_segments(l->set);
+    }
     if (rc == 0)
         rc = vt_producer_journal_open(ops, l->cfg.dir, &l->journal, err);
     if (rc == 0)
@@ -324,6 +328,8 @@ on_open_done(struct vt_rlog *l)
     l->committed = vt_segset_committed(l->set);
     l->start = vt_segset_start_offset(l->set);
     l->held = l->job_held;
+    if (l->job_damage_new) /* before `ready`: reported when the range is ready */
+        vt_rlog__note_damage(l, &l->job_damage, l->job_damaged);
     l->ready = true;
     l->open_cb(l, 0, NULL, &l->rec, l->open_arg);
 }

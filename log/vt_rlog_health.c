@@ -22,7 +22,7 @@ vt_rlog_health(const struct vt_rlog *l)
 static void
 changed(struct vt_rlog *l)
 {
-    if (l->cfg.on_health != NULL)
+    if (l->ready && l->cfg.on_health != NULL)
         l->cfg.on_health(l->cfg.on_health_arg);
 }
 

@@ -51,6 +51,10 @@ struct vt_segset {
     /* the newest damage found by a read or scrub, until vt_segset_take_damage */
     bool damage_new;
     struct vt_segset_damage damage;
+    /* during open: the base of the segment after the one being loaded
+     * (UINT64_MAX: none), so a sealed segment whose headers are damaged is
+     * quarantined with its end known instead of failing the open */
+    uint64_t open_next_base;
     struct vt_producers *prod;   /* frontier at written_next */
     uint8_t *scratch;            /* recovery/seal read buffer */
     size_t scratch_cap;

@@ -246,6 +246,15 @@ walk_headers(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t expec
         int rc = vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, &h, &why);
         if (rc == 0 && (h.base_offset != expect || pos + h.batch_len > g->end))
             why = "batch does not continue the segment", rc = -EBADMSG;
+        if (rc != 0 && g->sealed && s->open_next_base != UINT64_MAX &&
+            s->open_next_base > expect) {
+            /* damage inside a sealed segment with a successor: its end is
+             * the successor's base; it is quarantined, the range opens */
+            struct vt_log_err ignore;
+            g->next = s->open_next_base;
+            (void)vt_segset__damage(s, g, pos, expect, why, &ignore);
+            return 0;
+        }
         if (rc != 0)
             return vt_log_err_set(err, -EUCLEAN, path, "%s: batch at byte %llu: %s",
                                   vt_quarantine_name(VT_Q_INVALID_ARTIFACT),
@@ -690,7 +699,12 @@ load_segments(struct vt_segset *s, const struct catalog *c, bool *has_active,
         struct vt_seg *g = vt_segset__tail(s);
         *has_active = !g->sealed;
         if (g->sealed) {
+            s->open_next_base = UINT64_MAX;
+            for (uint32_t j = i + 1; j < c->nb && s->open_next_base == UINT64_MAX; j++)
+                if (c->b[j].have & (B_ACTIVE | B_SEGMENT))
+                    s->open_next_base = c->b[j].base;
             int rc = load_sealed(s, g, err);
+            s->open_next_base = UINT64_MAX;
             if (rc != 0)
                 return rc;
         }

@@ -163,6 +163,45 @@ test_segset_damage_read_serves_below_and_refuses_the_bad_batch(void **state)
     assert_int_equal(vt_segset_damaged_segments(f->s), 0);
 }
 
+/* A damaged batch header in a sealed segment whose index is gone: the open
+ * walks its headers, quarantines it (its end is its successor's base) and
+ * opens instead of refusing the whole range. */
+static void
+test_segset_damaged_header_at_open_quarantines(void **state)
+{
+    struct fixture *f = *state;
+    fill(f);
+    uint64_t b1 = vt_segset_segment_base(f->s, 1), b2 = vt_segset_segment_base(f->s, 2);
+    vt_segset_close(f->s);
+    f->s = NULL;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/range-%020llu.index", f->dir, (unsigned long long)b1);
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/range-%020llu.segment", f->dir, (unsigned long long)b1);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t junk[4] = {0xde, 0xad, 0xbe, 0xef};
+    assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096), 4); /* the first batch's magic */
+    close(fd);
+    open_set(f);
+    struct vt_segset_damage d;
+    assert_int_equal(vt_segset_take_damage(f->s, &d), 1);
+    assert_int_equal(d.segment_base, b1);
+    assert_int_equal(d.segment_next, b2);
+    assert_int_equal(d.byte, 4096);
+    assert_int_equal(vt_segset_damaged_segments(f->s), 1);
+    static uint8_t buf[1 << 20];
+    size_t len;
+    uint64_t next;
+    assert_int_equal(vt_segset_read(f->s, 0, 8000, buf, sizeof(buf), &len, &next, &f->err), 0);
+    assert_int_equal(next, b1); /* the first segment in full, then the damage */
+    assert_int_equal(vt_segset_read(f->s, b1, 8000, buf, sizeof(buf), &len, &next, &f->err),
+                     -EBADMSG);
+    assert_int_equal(vt_segset_read(f->s, b2, 8000, buf, sizeof(buf), &len, &next, &f->err), 0);
+    assert_true(next > b2);
+    assert_int_equal(vt_segset_next_offset(f->s), 8000);
+}
+
 /* Runs scrub steps until a pass ends; returns how many found damage. */
 static int
 scrub_pass(struct fixture *f, struct vt_segset_scrub *c, uint64_t *bytes)
@@ -293,6 +332,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_segset_damage_read_serves_below_and_refuses_the_bad_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segset_damaged_header_at_open_quarantines, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_segset_scrub_finds_a_bad_chunk_and_a_bad_manifest,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_segset_roll_out_of_space_waits_for_room, setup,
