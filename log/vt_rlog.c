@@ -128,6 +128,8 @@ open_job(const struct vt_file_ops *ops, void *arg)
         rc = vt_epoch_history_clamp(l->hist, vt_segset_next_offset(l->set), err);
     if (rc == 0)
         rc = vt_held_epoch_load(ops, l->cfg.dir, &l->job_held, err);
+    if (rc == 0 && l->job_held > l->cfg.set.fencing_epoch)
+        vt_segset_set_fencing_epoch(l->set, l->job_held);
     if (rc == 0 && vt_rlog__hist_refresh(l) != 0)
         rc = vt_log_err_set(err, -ENOMEM, l->cfg.dir, "out of memory for the epoch history");
     if (rc != 0)

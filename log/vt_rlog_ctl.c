@@ -26,6 +26,8 @@ epoch_job(const struct vt_file_ops *ops, void *arg)
     if (op->store_held) {
         rc = vt_held_epoch_store(ops, l->cfg.dir, op->epoch, &l->job_err);
         l->job_held_stored = rc == 0;
+        if (rc == 0) /* segments created or sealed from now on record it */
+            vt_segset_set_fencing_epoch(l->set, op->epoch);
     }
     if (rc == 0 && op->kind == VT_RLOG__CTL_BEGIN) {
         uint32_t n = 0;

@@ -244,6 +244,12 @@ vt_segset_total_bytes(const struct vt_segset *s)
     return t + s->written_end;
 }
 
+void
+vt_segset_set_fencing_epoch(struct vt_segset *s, uint64_t epoch)
+{
+    s->cfg.fencing_epoch = epoch;
+}
+
 bool
 vt_segset_poisoned(const struct vt_segset *s)
 {

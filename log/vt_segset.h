@@ -92,6 +92,10 @@ bool vt_segset_poisoned(const struct vt_segset *s);
 const struct vt_log_limits *vt_segset_limits(const struct vt_segset *s);
 const struct vt_range_ident *vt_segset_range(const struct vt_segset *s);
 
+/* The fencing epoch new tails and seals record from now on (the range log
+ * sets it as its held epoch rises). */
+void vt_segset_set_fencing_epoch(struct vt_segset *s, uint64_t epoch);
+
 /* Would a batch of `len` bytes with `records` records fit in the tail?
  * False means: roll first (vt_segset_roll). An empty tail always fits a
  * batch that is within the limits. */

@@ -5,6 +5,7 @@
  * state rolled back, waiters above the cut cancelled), closing, poisoning
  * and ENOSPC recovery. Crash sweeps are in test_vt_rlog_crash.c.
  * Deterministic: no seed. */
+#include "vt_manifest.h"
 #include "vt_rlog_harness.h"
 
 /* ---- held epoch and history: begin / adopt ------------------------------------ */
@@ -629,11 +630,49 @@ test_vt_rlog_enospc_refuses_during_recovery(void **state)
     HIST(E(3, 0), E(4, 10));
 }
 
+/* Segments record the epoch in force when they are created and sealed, not
+ * the one the range opened at: begun at 3 then 7, the first segment (made
+ * at open, epoch 3 from the config) is sealed at 7 and its successor made
+ * at 7. */
+static void
+test_vt_rlog_manifest_records_the_current_epoch(void **state)
+{
+    (void)state;
+    open_ok();
+    begin_ok(3);
+    begin_ok(7);
+    append_ok(5, 7, 0); /* 25 records: over the 20-record segment bound, one roll */
+    uint8_t *text = NULL;
+    size_t len = 0;
+    assert_int_equal(vt_memfs_read_file(H.fs, RDIR "/range-00000000000000000000.manifest.json",
+                                        &text, &len),
+                     0);
+    struct vt_manifest m;
+    char msg[160];
+    assert_int_equal(vt_manifest_parse((const char *)text, len, &m, msg, sizeof(msg)), 0);
+    free(text);
+    assert_int_equal(m.sealing_fencing_epoch, 7);
+    vt_manifest_free(&m);
+    reopen(); /* and after a restart, from the held epoch */
+    begin_ok(9);
+    append_ok(5, 9, 25);
+    assert_int_equal(vt_memfs_read_file(H.fs, RDIR "/range-00000000000000000020.manifest.json",
+                                        &text, &len),
+                     0);
+    assert_int_equal(vt_manifest_parse((const char *)text, len, &m, msg, sizeof(msg)), 0);
+    free(text);
+    assert_int_equal(m.creation_fencing_epoch, 7);
+    assert_int_equal(m.sealing_fencing_epoch, 9);
+    vt_manifest_free(&m);
+}
+
 int
 main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_vt_rlog_manifest_records_the_current_epoch, setup,
+                                        teardown),
         T(test_vt_rlog_begin_epoch_persists_held_and_history),
         T(test_vt_rlog_append_old_epoch_after_begin_epoch_stale),
         T(test_vt_rlog_begin_epoch_with_pending_appends),
