@@ -135,6 +135,69 @@ seal_read_meta(struct seal_ctx *c, struct vt_log_err *err)
     return 0;
 }
 
+struct vt_seal_live {
+    struct vt_seg_header hdr;
+    struct vt_seal__scan scan;
+};
+
+int
+vt_seal_live_new(const struct vt_seg_header *hdr, struct vt_seal_live **out)
+{
+    struct vt_seal_live *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return -ENOMEM;
+    l->hdr = *hdr;
+    uint8_t hb[VT_SEG_HEADER_BYTES];
+    vt_seg_header_encode(hdr, hb);
+    int rc = vt_seal__scan_init(&l->scan, NULL, -1, &l->hdr,
+                                VT_SEG_HEADER_BYTES + hdr->limits.max_segment_bytes);
+    if (rc == 0)
+        rc = vt_seal__scan_fed(&l->scan, hb, sizeof(hb), 0);
+    if (rc != 0) {
+        vt_seal_live_free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int
+vt_seal_live_feed(struct vt_seal_live *l, const uint8_t *batches, size_t len, uint64_t pos)
+{
+    return vt_seal__scan_fed(&l->scan, batches, len, pos);
+}
+
+uint64_t
+vt_seal_live_end(const struct vt_seal_live *l)
+{
+    return l->scan.hashed;
+}
+
+void
+vt_seal_live_free(struct vt_seal_live *l)
+{
+    if (l == NULL)
+        return;
+    vt_seal__scan_free(&l->scan);
+    free(l);
+}
+
+/* The live scan stands in for step 2 when it is this very segment up to
+ * its boundary; its results move into the seal context. */
+static bool
+take_live(struct seal_ctx *c, struct vt_seal_live *live)
+{
+    if (live == NULL || memcmp(live->hdr.segment_id, c->hdr.segment_id, 16) != 0 ||
+        live->scan.hashed != c->cp.committed_end ||
+        live->scan.next_offset != c->cp.committed_next)
+        return false;
+    vt_seal__scan_complete(&live->scan);
+    c->scan = live->scan;
+    c->scan.hdr = &c->hdr;
+    memset(&live->scan, 0, sizeof(live->scan)); /* its buffers are the seal's now */
+    return true;
+}
+
 static int
 seal_scan(struct seal_ctx *c, struct vt_log_err *err)
 {
@@ -257,6 +320,14 @@ int
 vt_seal_active(const struct vt_file_ops *ops, const char *dir, uint64_t base_offset,
                const struct vt_seal_params *p, struct vt_seal_result *res, struct vt_log_err *err)
 {
+    return vt_seal_active_live(ops, dir, base_offset, p, NULL, res, err);
+}
+
+int
+vt_seal_active_live(const struct vt_file_ops *ops, const char *dir, uint64_t base_offset,
+                    const struct vt_seal_params *p, struct vt_seal_live *live,
+                    struct vt_seal_result *res, struct vt_log_err *err)
+{
     VT_ASSERT(ops != NULL && dir != NULL && p != NULL && res != NULL);
     VT_ASSERT(ops->stat_size != NULL);
     struct seal_ctx *c = calloc(1, sizeof(*c));
@@ -273,7 +344,8 @@ vt_seal_active(const struct vt_file_ops *ops, const char *dir, uint64_t base_off
             rc = vt_log_err_set(err, c->fd, c->active, "open: %s", strerror(-c->fd));
     }
     rc = rc ? rc : seal_read_meta(c, err);
-    rc = rc ? rc : seal_scan(c, err);
+    if (rc == 0 && !take_live(c, live))
+        rc = seal_scan(c, err);
     rc = rc ? rc : seal_cut(c, err);
     struct vt_manifest m;
     if (rc == 0) {

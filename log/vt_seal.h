@@ -72,6 +72,34 @@ int vt_seal_active(const struct vt_file_ops *ops, const char *dir, uint64_t base
                    const struct vt_seal_params *p, struct vt_seal_result *res,
                    struct vt_log_err *err) VT_MUST_USE;
 
+/* ---- sealing a tail scanned as it was written ---------------------------- */
+
+/* The counts, producer summary, index entries and chunk hashes of a tail,
+ * gathered from the bytes as they are appended, so sealing it needs no
+ * read of the segment back (the seal's step 2 becomes a check of these
+ * against the boundary). owner: the segment set holding that tail. */
+struct vt_seal_live;
+struct vt_seg_header;
+
+/* A live scan of a new tail whose header is `hdr`. -ENOMEM. */
+int vt_seal_live_new(const struct vt_seg_header *hdr, struct vt_seal_live **out) VT_MUST_USE;
+/* Batches (already validated) written at file position `pos`, which must
+ * be where the previous ones ended. Any error leaves the scan unusable:
+ * free it and seal with vt_seal_active. */
+int vt_seal_live_feed(struct vt_seal_live *l, const uint8_t *batches, size_t len,
+                      uint64_t pos) VT_MUST_USE;
+/* File bytes covered so far. */
+uint64_t vt_seal_live_end(const struct vt_seal_live *l);
+void vt_seal_live_free(struct vt_seal_live *l);
+
+/* vt_seal_active, with the scan taken from `live` (consumed: free it
+ * after) when it covers exactly the committed boundary of that segment;
+ * otherwise (another segment, a different end) it scans the file as
+ * vt_seal_active does. Same results and errors. */
+int vt_seal_active_live(const struct vt_file_ops *ops, const char *dir, uint64_t base_offset,
+                        const struct vt_seal_params *p, struct vt_seal_live *live,
+                        struct vt_seal_result *res, struct vt_log_err *err) VT_MUST_USE;
+
 /* ---- offline verification ---------------------------------------------- */
 
 #define VT_VERIFY_OK 0

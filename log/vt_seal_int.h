@@ -63,6 +63,14 @@ void vt_seal__scan_free(struct vt_seal__scan *s);
  * (corruption at s->fail_pos, s->why), -EIO..., -ENOMEM, -EFBIG. On success
  * the producers are sorted and every chunk is hashed. */
 int vt_seal__scan_run(struct vt_seal__scan *s) VT_MUST_USE;
+/* The live scan of a tail being written (vt_seal_active_live): the header
+ * (pos 0, VT_SEG_HEADER_BYTES) first, then validated batches in order, each
+ * run at the position it was written to. -EBADMSG / -ERANGE (not the next
+ * bytes, or beyond the chunks the scan was sized for), -EFBIG, -ENOMEM. */
+int vt_seal__scan_fed(struct vt_seal__scan *s, const uint8_t *p, size_t n,
+                      uint64_t pos) VT_MUST_USE;
+/* The last chunk hashed and the producers sorted, as scan_run leaves them. */
+void vt_seal__scan_complete(struct vt_seal__scan *s);
 /* After a failed scan_run: hashes the rest of [0, end) unvalidated. */
 int vt_seal__scan_hash_rest(struct vt_seal__scan *s) VT_MUST_USE;
 /* Merkle root over the hashed chunks (chunk_count >= 1). */

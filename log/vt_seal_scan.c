@@ -289,6 +289,45 @@ scan_account(struct vt_seal__scan *s, const struct vt_batch_hdr *h, uint64_t pos
     return 0;
 }
 
+int
+vt_seal__scan_fed(struct vt_seal__scan *s, const uint8_t *p, size_t n, uint64_t pos)
+{
+    if (pos == 0) {
+        if (n != VT_SEG_HEADER_BYTES || s->hashed != 0)
+            return scan_fail(s, -EINVAL, pos, "the header must come first, alone");
+        scan_hash(s, p, n);
+        return 0;
+    }
+    const struct vt_log_limits *l = &s->hdr->limits;
+    size_t at = 0;
+    while (at < n) {
+        struct vt_batch_hdr h;
+        const char *why = "";
+        if (vt_batch_decode_header(p + at, n - at, l->max_batch_bytes, &h, &why) != 0 ||
+            h.batch_len > n - at)
+            return scan_fail(s, -EBADMSG, pos + at, "fed batch at position %" PRIu64 ": %s",
+                             pos + at, why);
+        if (h.base_offset != s->next_offset || pos + at != s->hashed ||
+            s->hashed + h.batch_len > (uint64_t)s->chunk_max * l->chunk_bytes)
+            return scan_fail(s, -ERANGE, pos + at, "fed batch at position %" PRIu64
+                             " does not continue the scan", pos + at);
+        int rc = scan_account(s, &h, pos + at);
+        if (rc != 0)
+            return rc;
+        scan_hash(s, p + at, h.batch_len);
+        at += h.batch_len;
+    }
+    return 0;
+}
+
+void
+vt_seal__scan_complete(struct vt_seal__scan *s)
+{
+    scan_hash_finish(s);
+    if (s->prods.n > 1)
+        qsort(s->prods.v, s->prods.n, sizeof(*s->prods.v), vt_seal__prod_cmp);
+}
+
 /* One batch at `pos`; *len gets its length. */
 static int
 scan_batch(struct vt_seal__scan *s, uint64_t pos, uint32_t *len)

@@ -192,6 +192,7 @@ vt_segset_close(struct vt_segset *s)
     }
     if (s->commit_fd >= 0)
         (void)s->ops->close(s->ops->ctx, s->commit_fd);
+    vt_seal_live_free(s->live);
     vt_producers_free(s->prod);
     free(s->segs);
     free(s->scratch);
@@ -395,6 +396,9 @@ vt_segset__create_tail(struct vt_segset *s, uint64_t base, struct vt_log_err *er
     int rc = vt_segset__create_tail_files(s, base, &h, err);
     if (rc != 0)
         return rc;
+    vt_seal_live_free(s->live);
+    if (vt_seal_live_new(&h, &s->live) != 0)
+        s->live = NULL; /* out of memory: its seal reads it back */
     if (vt_segset__add_seg(s, base, false) != 0)
         return vt_log_err_set(err, -ENOMEM, s->dir, "out of memory");
     struct vt_seg *g = vt_segset__tail(s);

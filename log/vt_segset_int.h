@@ -5,6 +5,7 @@
 #include <limits.h>
 
 #include "vt_batch.h"
+#include "vt_seal.h"
 #include "vt_segset.h"
 
 /* One segment of the set. owner: the segment set (its I/O thread). */
@@ -56,6 +57,9 @@ struct vt_segset {
      * quarantined with its end known instead of failing the open */
     uint64_t open_next_base;
     struct vt_producers *prod;   /* frontier at written_next */
+    /* the tail's seal scan, fed as batches are written (NULL: unknown, e.g.
+     * a tail recovered at open or cut back: its seal reads it back) */
+    struct vt_seal_live *live;
     uint8_t *scratch;            /* recovery/seal read buffer */
     size_t scratch_cap;
 };

@@ -499,6 +499,8 @@ static int recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec,
 int
 vt_segset__attach_tail(struct vt_segset *s, struct vt_log_err *err)
 {
+    vt_seal_live_free(s->live); /* recovered, not written here: its seal reads it */
+    s->live = NULL;
     struct vt_segset_recovery rec;
     memset(&rec, 0, sizeof(rec));
     return recover_tail(s, &rec, err);

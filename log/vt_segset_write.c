@@ -123,6 +123,10 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
     ssize_t w = vt_file_pwrite_all(o, g->fd, batches, len, s->written_end);
     if (w < 0)
         return vt_segset__poison(s, err, (int)w, s->dir, "write batches");
+    if (s->live != NULL && vt_seal_live_feed(s->live, batches, len, s->written_end) != 0) {
+        vt_seal_live_free(s->live); /* its seal reads it back */
+        s->live = NULL;
+    }
     if (index_batches(s, g, batches, len, s->written_end) != 0)
         return vt_segset__poison(s, err, -ENOMEM, s->dir, "index");
     for (size_t pos = 0; pos < len;) {
@@ -259,7 +263,9 @@ vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
     struct vt_seal_params sp = {.sealing_fencing_epoch = s->cfg.fencing_epoch};
     memcpy(sp.sealing_node, s->cfg.node_id, 16);
     struct vt_seal_result res;
-    int rc = vt_seal_active(s->ops, s->dir, g->base, &sp, &res, err);
+    int rc = vt_seal_active_live(s->ops, s->dir, g->base, &sp, s->live, &res, err);
+    vt_seal_live_free(s->live); /* used, or not this tail's */
+    s->live = NULL;
     if (rc == -ENOSPC) {
         /* refused before the rename (the index or manifest did not fit): the
          * tail is still the .active, cut back to its committed end, so the
@@ -328,6 +334,8 @@ truncate_in_tail(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
         return vt_log_err_set(err, -EINVAL, s->dir, "truncate: offset %llu is inside the batch "
                               "starting at %llu", (unsigned long long)offset,
                               (unsigned long long)base);
+    vt_seal_live_free(s->live); /* the scan ran past the cut: the seal reads it back */
+    s->live = NULL;
     if (offset < s->committed_next) { /* the boundary shrinks first */
         rc = vt_segset__write_boundary(s, offset, pos, err);
         if (rc != 0)
