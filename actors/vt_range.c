@@ -558,7 +558,20 @@ range_fetch(struct vt_core *c, struct vt_range_actor *ra, struct vt_breq *r)
             range_finish(c, r); /* records are there: the session fetches them */
         return;
     }
-    if (r->fetch_start >= r->hwm) {
+    if (r->fetch_start > r->hwm) {
+        /* a FetchResponse never says next_offset > hwm. The HWM is behind
+         * the reader (a new leader that has not committed its first write,
+         * or a replica that is behind), or the offset was never written:
+         * retryable, and the text says which */
+        uint64_t next = atomic_load_explicit(&ra->pub.next, memory_order_relaxed);
+        range_fail(c, r, VT_E_OVERLOADED, "offset %llu is above this replica's high-water mark "
+                   "%llu (%s): retry", (unsigned long long)r->fetch_start,
+                   (unsigned long long)r->hwm,
+                   r->fetch_start > next ? "beyond its log's end: not written here yet"
+                                         : "a new leader catching up");
+        return;
+    }
+    if (r->fetch_start == r->hwm) {
         r->next_offset = r->fetch_start;
         r->len = 0;
         r->fetch_records = 0;

@@ -88,7 +88,9 @@ static const char produce_usage[] =
     "  --reconnect-seconds S when the connection is lost, reconnect (to `addr`, then\n"
     "                        each of the config's `nodes`), Locate the leader and\n"
     "                        resend from the oldest unacknowledged batch, for up to S\n"
-    "                        seconds per loss (default 0: exit 3 at once)\n"
+    "                        seconds per loss (default 0: exit 3 at once); a node\n"
+    "                        that does not host the range yet (WrongRange) or a\n"
+    "                        Locate that fails is then followed the same way\n"
     CTL_RANGE_USAGE
     "  --epoch E             expert, a fencing check: write at fencing epoch E to\n"
     "                        `addr` only: no Locate, no redirects, no retries; any\n"
@@ -456,7 +458,11 @@ static bool
 redirected(const struct produce_run *r)
 {
     uint16_t code = vt_client_server_error(r->client)->code;
-    return code == VT_E_FENCED || code == VT_E_NOT_LEADER;
+    /* with --reconnect-seconds a WrongRange is a node that does not host the
+     * range (yet: it is restarting and opening its ranges, or the range
+     * moved): Locate again, bounded by --max-retries like any refusal */
+    return code == VT_E_FENCED || code == VT_E_NOT_LEADER ||
+           (code == VT_E_WRONG_RANGE && r->o->reconnect_s > 0);
 }
 
 /* Asks the node we are connected to where the range is led and at which
@@ -518,6 +524,8 @@ follow_leader(struct produce_run *r)
         return 0;
     }
     rc = locate(r);
+    if (rc != 0 && r->o->reconnect_s > 0)
+        return survive_loss(r); /* metadata unavailable for a moment: reach it again */
     return rc != 0 ? finish_client_error(r, rc) : 0;
 }
 

@@ -80,7 +80,13 @@ campaign(struct vt_lease_agent *a, uint32_t slot, const struct vt_lease_obs *o, 
 
 /* Metadata says the lease is ours at `epoch` but we do not hold it (an acquire
  * whose answer was lost, a restart, an administrative grant): verify before
- * serving, or hand it back if we are stepping down. */
+ * serving, or hand it back if we are stepping down. A timed lease is taken
+ * again at a fresh epoch instead: it may be an earlier incarnation's (a
+ * restart), which wrote records at that epoch this one may have lost, and
+ * a leader must never write at an epoch another incarnation wrote at (the
+ * followers holding those records could not tell the two histories apart,
+ * and one would never be resynced). An administrative grant cannot be
+ * re-acquired: it is verified at its own epoch. */
 static void
 adopt(struct vt_lease_agent *a, uint32_t slot, const struct vt_meta_lease_view *l,
       int64_t start_ms, int64_t now_ms)
@@ -88,6 +94,15 @@ adopt(struct vt_lease_agent *a, uint32_t slot, const struct vt_meta_lease_view *
     struct vt_lease__range *r = &a->r[slot];
     if (holding_off(a, r, start_ms)) {
         emit_release(a, slot, l->lease_epoch);
+        return;
+    }
+    if (l->has_deadline) {
+        if (r->acquire_pending)
+            return;
+        vt_lease__push(a, VT_LEASE_ACT_ACQUIRE, slot)->generation = l->range_generation;
+        r->acquire_pending = true;
+        a->acquires_pending++;
+        a->c.acquire_attempts++;
         return;
     }
     r->held_epoch = l->lease_epoch;

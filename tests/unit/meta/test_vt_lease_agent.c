@@ -323,8 +323,12 @@ test_acquire_lost_counts_refusal_and_polls(void **state)
     vt_lease_agent_free(a);
 }
 
+/* A timed lease found ours but not held here (the acquire's answer was
+ * lost, or an earlier incarnation of this node took it before a restart)
+ * is taken again at a fresh epoch, never promoted at the one found: an
+ * earlier incarnation may have written records at it that this one lost. */
 static void
-test_acquire_rpc_error_then_read_ours_adopts_and_verifies(void **state)
+test_acquire_rpc_error_then_read_ours_reacquires_at_a_fresh_epoch(void **state)
 {
     (void)state;
     struct vt_lease_agent *a = lt_agent(16);
@@ -333,10 +337,27 @@ test_acquire_rpc_error_then_read_ours_adopts_and_verifies(void **state)
     assert_int_equal(vt_lease_agent_acquire_result(a, s, VT_LEASE_ACQUIRE_RPC_ERROR, 0, T0), 0);
     /* The command did apply: metadata shows our lease at epoch 1. */
     lt_round1(a, T0 + LT_POLL, lt_obs_lease(s, 2, 1, LT_ME, T0 + 5500));
+    lt_expect(a, 1, VT_LEASE_ACT_ACQUIRE);
+    assert_int_equal(lt_state(a, s).held, VT_LEASE_NOT_HELD);
+    /* granted at epoch 2: promoted there */
+    assert_int_equal(
+        vt_lease_agent_acquire_result(a, s, VT_LEASE_ACQUIRE_GRANTED, 2, T0 + 2 * LT_POLL), 0);
     lt_expect(a, 1, VT_LEASE_ACT_PROMOTE);
-    assert_int_equal(lt_act(a, 0)->epoch, 1);
-    /* Local deadline: never past what metadata granted. */
-    assert_int_equal(lt_state(a, s).local_deadline_ms, T0 + 5500);
+    assert_int_equal(lt_act(a, 0)->epoch, 2);
+    vt_lease_agent_free(a);
+}
+
+/* An administrative grant cannot be re-acquired: found ours after a
+ * restart it is verified at its own epoch. */
+static void
+test_admin_grant_found_ours_verifies_at_its_epoch(void **state)
+{
+    (void)state;
+    struct vt_lease_agent *a = lt_agent(16);
+    uint32_t s = lt_add_preferred(a, 1);
+    lt_round1(a, T0, lt_obs_lease(s, 3, 4, LT_ME, -1));
+    lt_expect(a, 1, VT_LEASE_ACT_PROMOTE);
+    assert_int_equal(lt_act(a, 0)->epoch, 4);
     vt_lease_agent_free(a);
 }
 
@@ -644,7 +665,8 @@ main(void)
         cmocka_unit_test(test_rpc_error_after_local_deadline_demotes),
         cmocka_unit_test(test_rpc_error_admin_lease_exempt),
         cmocka_unit_test(test_acquire_lost_counts_refusal_and_polls),
-        cmocka_unit_test(test_acquire_rpc_error_then_read_ours_adopts_and_verifies),
+        cmocka_unit_test(test_acquire_rpc_error_then_read_ours_reacquires_at_a_fresh_epoch),
+        cmocka_unit_test(test_admin_grant_found_ours_verifies_at_its_epoch),
         cmocka_unit_test(test_renew_refused_publishes_loss_before_any_reacquire),
         cmocka_unit_test(test_promotion_refused_suspends_reverifies_then_campaigns_last),
         cmocka_unit_test(test_admin_regrant_to_us_fences_our_older_epoch),
