@@ -106,6 +106,7 @@ struct vt_broker_metrics {
     int repl_resyncs, repl_fences, repl_truncated, repl_quorum_timeouts; /* counters */
     int repl_appends_served, repl_fenced_refusals;                       /* counters */
     int repl_catchups, repl_catchup_records;                             /* counters */
+    int xfer_bytes, xfer_segments, seal_tails, xfer_refusals;            /* counters */
 };
 
 /* immutable after boot */

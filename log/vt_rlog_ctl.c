@@ -150,6 +150,11 @@ int
 vt_rlog__ctl_submit(struct vt_rlog *l)
 {
     VT_ASSERT(l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted && l->pending.len == 0);
+    if (l->ctl.kind == VT_RLOG__CTL_SEAL && l->ctl.seal_check != NULL &&
+        !l->ctl.seal_check(l->ctl.arg))
+        return vt_log_err_set(&l->job_err, -ESTALE, l->cfg.dir, "seal at epoch %llu refused: "
+                              "this replica no longer leads at that epoch",
+                              (unsigned long long)l->ctl.epoch);
     int rc = vt_rlog__submit(l, VT_RLOG__JOB_CTL, ctl_job(l->ctl.kind));
     if (rc == 0)
         l->ctl.submitted = true;
@@ -372,7 +377,8 @@ vt_rlog_truncate(struct vt_rlog *l, uint64_t offset, uint64_t floor, vt_rlog_tru
 }
 
 int
-vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, vt_rlog_seal_cb *cb, void *arg)
+vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, bool (*still_leads)(void *arg),
+                  vt_rlog_seal_cb *cb, void *arg)
 {
     vt_rlog__assert_owner(l);
     VT_ASSERT(l->ready && cb != NULL);
@@ -393,6 +399,6 @@ vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, vt_rlog_seal_cb *cb, void *
         return 0;
     }
     struct vt_rlog__ctl op = {.kind = VT_RLOG__CTL_SEAL, .epoch = epoch, .seal_cb = cb,
-                              .arg = arg};
+                              .seal_check = still_leads, .arg = arg};
     return ctl_start(l, &op);
 }

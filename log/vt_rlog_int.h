@@ -72,6 +72,7 @@ struct vt_rlog__ctl {
     vt_rlog_epoch_cb *epoch_cb;
     vt_rlog_truncate_cb *truncate_cb;
     vt_rlog_seal_cb *seal_cb; /* SEAL (vt_xfer.h) */
+    bool (*seal_check)(void *arg); /* SEAL: asked on the core just before submission */
     void *arg;
 };
 

@@ -97,7 +97,12 @@ typedef void vt_rlog_seal_cb(struct vt_rlog *l, int rc, const struct vt_log_err 
  * before this returns. cb's rc: 0; -ESTALE (the held epoch moved first:
  * nothing sealed); the roll's error (the log is poisoned when the seal got
  * past its point of no return); -ECANCELED. */
-int vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, vt_rlog_seal_cb *cb,
-                      void *arg) VT_MUST_USE;
+/* `still_leads` (optional; on the core, with `arg`) is asked once more right
+ * before the job is handed to the I/O thread -- the caller's own view (its
+ * lease) at the point the seal is ordered among the log's control
+ * operations; false refuses with -ESTALE (through cb when the seal was
+ * queued). */
+int vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, bool (*still_leads)(void *arg),
+                      vt_rlog_seal_cb *cb, void *arg) VT_MUST_USE;
 
 #endif

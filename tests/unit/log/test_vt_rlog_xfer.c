@@ -137,11 +137,20 @@ on_seal(struct vt_rlog *l, int rc, const struct vt_log_err *err, uint64_t record
     maybe_finish();
 }
 
+static bool leads = true;
+
+static bool
+seal_check(void *arg)
+{
+    (void)arg;
+    return leads;
+}
+
 static void
 step_seal(void)
 {
     H.waiting++;
-    H.sync_rc = vt_rlog_seal_tail(H.l, H.p_epoch, on_seal, NULL);
+    H.sync_rc = vt_rlog_seal_tail(H.l, H.p_epoch, seal_check, on_seal, NULL);
     if (H.sync_rc != 0)
         H.waiting--;
 }
@@ -350,6 +359,11 @@ test_vt_rlog_seal_tail_refusals_change_nothing(void **state)
     assert_true(file_exists(SEG("00") ".active"));
     begin_ok(4);
     seal_req(3); /* the epoch moved on */
+    assert_int_equal(H.sync_rc, -ESTALE);
+    assert_false(file_exists(SEG("00") ".segment"));
+    leads = false; /* the caller's view moved before the seal was ordered */
+    seal_req(4);
+    leads = true;
     assert_int_equal(H.sync_rc, -ESTALE);
     assert_false(file_exists(SEG("00") ".segment"));
     seal_req(4);
