@@ -51,6 +51,8 @@ static const char repair_usage[] =
     "                         reaches its whole committed position\n"
     CTL_FORMAT_USAGE
     "  --timeout-seconds T    connect and per-answer timeout (default 10)\n"
+    "  --epoch E              use fencing epoch E instead of asking the leader (a\n"
+    "                         scripted repair pinned to one epoch; tests)\n"
     "\n"
     "Exit: 0 the directory reaches the leader's sealed position, 1 a gap remains\n"
     "(printed with its cause) or the transfer failed, 2 refused or usage.\n";
@@ -62,6 +64,7 @@ const struct option ctl_repair_options[] = {
     {"seal-tail", no_argument, NULL, 's'},
     CTL_FORMAT_OPTIONS,
     {"timeout-seconds", required_argument, NULL, 't'},
+    {"epoch", required_argument, NULL, 'e'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -126,6 +129,10 @@ parse_args(int argc, char **argv, struct repair *r)
         case 's': r->seal = true; break;
         case 't':
             if (ctl_opt_u64(repair_usage, "--timeout-seconds", optarg, 1, 3600, &r->timeout_s))
+                return CTL_EXIT_USAGE;
+            break;
+        case 'e':
+            if (ctl_opt_u64(repair_usage, "--epoch", optarg, 1, UINT64_MAX, &r->epoch))
                 return CTL_EXIT_USAGE;
             break;
         case 'h': fputs(repair_usage, stdout); return -1;
@@ -409,7 +416,7 @@ static int
 run(struct repair *r)
 {
     r->t0_ms = vt_clock_mono_ms();
-    if (get_epoch(r) != 0)
+    if (r->epoch == 0 && get_epoch(r) != 0)
         return refusal_or_fail(r, "ReplicaStatus");
     if (r->seal && seal_tail(r) != 0)
         return refusal_or_fail(r, "SealTail");
@@ -435,11 +442,15 @@ run(struct repair *r)
     if (rc != 0)
         return refusal_or_fail(r, "transfer (run the same command again to resume)");
     uint64_t target = r->seal ? r->sealed_promised : r->sealed_end;
-    uint64_t promised_listing = r->sealed_end;
+    uint64_t promised_listing = r->sealed_end, start = r->start, committed = r->committed;
+    uint32_t listed = r->n;
     if (list_all(r) != 0) /* the leader still holds the epoch (it answers the fenced listing) */
         return refusal_or_fail(r, "ListSealed after the transfer (nothing adopted is undone; "
                                "the directory stays marked)");
-    r->sealed_end = promised_listing;
+    r->sealed_end = promised_listing; /* what was adopted is reported, not the new listing */
+    r->start = start;
+    r->committed = committed;
+    r->n = listed;
     if (vt_xfer_recv_finish(&vt_file_posix, r->into, r->hist, r->n_hist, end, &le) != 0) {
         ctl_errorf("node repair: %s: %s", le.path, le.msg);
         return CTL_EXIT_FAIL;
