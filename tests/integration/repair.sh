@@ -135,6 +135,15 @@ done
 [ "$n2seg" -ge "$nseg" ] || fail "$n2seg segments transferred, the leader had $nseg"
 [ ! -e "$(d2)/vtop-repair-owned" ] || fail "repair marker left behind"
 echo "$n2seg segments byte-identical to the leader's, adopted end $end"
+if command -v curl >/dev/null; then
+    curl -s "http://$(cl_obs 1)/metrics" >"$CL_WORK/metrics" || fail "leader /metrics"
+    m=$(sed -n 's/^vtop_repl_transfer_segments_total \([0-9]*\)$/\1/p' "$CL_WORK/metrics")
+    [ "${m:-0}" -ge "$n2seg" ] || fail "vtop_repl_transfer_segments_total ${m:-?} < $n2seg"
+    m=$(sed -n 's/^vtop_repl_seal_tail_total \([0-9]*\)$/\1/p' "$CL_WORK/metrics")
+    [ "${m:-0}" -ge 1 ] || fail "vtop_repl_seal_tail_total ${m:-?}"
+    grep -E '^vtop_repl_transfer_bytes_total [1-9]' "$CL_WORK/metrics" ||
+        fail "vtop_repl_transfer_bytes_total is 0"
+fi
 wait "$bg"
 rc=$?
 bg=""
