@@ -13,15 +13,18 @@
 #   4. refusals: a stale epoch is refused (exit 2) for SealTail and ListSealed
 #      and the leader's files do not change; a corrupted chunk on the leader
 #      is refused by the receiver (exit 1) and nothing is adopted; a live range
-#      directory is not a target (exit 2).
-# Usage: repair.sh BIN_DIR SOURCE_DIR. Processes are stopped by PID.
+#      directory is not a target (exit 2); on the wire (repl_stale), a
+#      FetchChunk at a stale epoch is Fenced, at the leader's epoch for an id
+#      the range does not have InvalidRequest.
+# Usage: repair.sh BIN_DIR SOURCE_DIR [REPL_STALE]. Processes are stopped by PID.
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
-usage="usage: repair.sh BIN_DIR SOURCE_DIR"
+usage="usage: repair.sh BIN_DIR SOURCE_DIR [REPL_STALE]"
 CL_BIN=${1:?$usage}
 CL_TOP=${2:?$usage}
+stale=${3:-$CL_BIN/vt_test_repl_stale}
 command -v openssl >/dev/null || { echo "SKIP: openssl CLI not installed (certificates)"; exit 77; }
-for b in "$CL_BIN/vtop-node" "$CL_BIN/vtopctl"; do
+for b in "$CL_BIN/vtop-node" "$CL_BIN/vtopctl" "$stale"; do
     [ -x "$b" ] || { echo "FAIL: $b is not an executable" >&2; exit 1; }
 done
 
@@ -198,5 +201,14 @@ out=$(repair --into "$(d2)" 2>&1)
 rc=$?
 [ "$rc" -eq 2 ] || fail "live directory: exit $rc, want 2: $out"
 printf '%s\n' "$out" | grep -q "active segment" || fail "live directory: $out"
+certs=$CL_WORK/certs
+stale_fetch() { # stale_fetch EPOCH EXPECT: a FetchChunk to the leader as node 2
+    "$stale" --port $((CL_BASE + 10 * 1 + 1)) --ca "$certs/ca.pem" \
+        --cert "$certs/$(cl_uuid 2).pem" --key "$certs/$(cl_uuid 2).key" \
+        --server-cn "$(cl_uuid 1)" --topic demo --topic-epoch 1 --range-id "$R" \
+        --send fetch --epoch "$1" --expect "$2"
+}
+out=$(stale_fetch $((epoch - 1)) fenced 2>&1) || fail "stale FetchChunk: $out"
+out=$(stale_fetch held invalid 2>&1) || fail "FetchChunk of an unknown id: $out"
 cl_alive || fail "a node died"
 echo "PASS"
