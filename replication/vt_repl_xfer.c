@@ -297,6 +297,8 @@ serve_fetch(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     if (cap > rr->n->cfg.max_frame_bytes - 1024u)
         cap = rr->n->cfg.max_frame_bytes - 1024u;
     struct vt_repl_core *pc = vt_repl__rcore(rr->n, c);
+    if (cap > core_bound(rr->n))
+        cap = (size_t)core_bound(rr->n); /* a chunk never exceeds the bound: smaller answers */
     if (pc->xfer_bytes + cap > core_bound(rr->n)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "transfer reads on this core are at their bound (%llu bytes "

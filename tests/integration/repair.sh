@@ -97,7 +97,9 @@ cl_pick_base || fail "no ports"
 leader_addr="$(cl_uuid 1)@127.0.0.1:$((CL_BASE + 10 * 1 + 1))"
 cl_setup || fail "cluster setup"
 # the operator identity (the client certificate) may transfer from node 1
-sed -i "s/^  quorum_timeout: .*/&\n  transfer_peers: [$CL_CLIENT]/" "$CL_WORK/n1.yaml"
+# (and the per-core transfer bound, below the tool's 1 MiB chunk: answers shrink to it)
+sed -i "s/^  quorum_timeout: .*/&\n  transfer_peers: [$CL_CLIENT]\n  transfer_per_core: 256KiB/" \
+    "$CL_WORK/n1.yaml"
 grep -q "transfer_peers: \[$CL_CLIENT\]" "$CL_WORK/n1.yaml" || fail "transfer_peers not set"
 cl_start_all || fail "cluster start"
 for n in 1 2 3; do cl_client_cfg "$n" "$R" "$CL_WORK/c$n.yaml"; done
