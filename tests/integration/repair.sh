@@ -15,7 +15,8 @@
 #      is refused by the receiver (exit 1) and nothing is adopted; a live range
 #      directory is not a target (exit 2); on the wire (repl_stale), a
 #      FetchChunk at a stale epoch is Fenced, at the leader's epoch for an id
-#      the range does not have InvalidRequest.
+#      the range does not have InvalidRequest; a ReplicaAppend from the
+#      transfer peer (not a node) is InvalidRequest.
 # Usage: repair.sh BIN_DIR SOURCE_DIR [REPL_STALE]. Processes are stopped by PID.
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
@@ -211,6 +212,11 @@ stale_fetch() { # stale_fetch EPOCH EXPECT: a FetchChunk to the leader as node 2
         --send fetch --epoch "$1" --expect "$2"
 }
 out=$(stale_fetch $((epoch - 1)) fenced 2>&1) || fail "stale FetchChunk: $out"
+# a transfer peer is not a node: an append from it is refused before any range sees it
+out=$("$stale" --port $((CL_BASE + 10 * 1 + 1)) --ca "$certs/ca.pem" --cert "$certs/$CL_CLIENT.pem" \
+    --key "$certs/$CL_CLIENT.key" --server-cn "$(cl_uuid 1)" --topic demo --topic-epoch 1 \
+    --range-id "$R" --send append --epoch held --base next --expect invalid 2>&1) ||
+    fail "append from a transfer peer: $out"
 out=$(stale_fetch held invalid 2>&1) || fail "FetchChunk of an unknown id: $out"
 cl_alive || fail "a node died"
 echo "PASS"
