@@ -123,6 +123,18 @@ register_metrics(struct vt_broker *b)
     m->repl_catchup_records = reg_counter(b, "repl_catchup_records_total", NULL,
                                           "Records promoting leaders on this node copied from "
                                           "a follower.");
+    m->xfer_bytes = reg_counter(b, "repl_transfer_bytes_total", NULL,
+                                "Sealed-segment artifact bytes this node served to repairing "
+                                "replicas (FetchChunk).");
+    m->xfer_segments = reg_counter(b, "repl_transfer_segments_total", NULL,
+                                   "Sealed segment files this node served to their last byte.");
+    m->seal_tails = reg_counter(b, "repl_seal_tail_total", NULL,
+                                "SealTail requests admitted (sender and epoch checked).");
+    m->xfer_refusals = reg_counter(b, "repl_transfer_refusals_total", NULL,
+                                   "ListSealed, FetchChunk and SealTail requests refused (sender, "
+                                   "epoch, bounds or log errors).");
+    if (m->xfer_bytes < 0 || m->xfer_segments < 0 || m->seal_tails < 0 || m->xfer_refusals < 0)
+        return -ENOSPC;
     int ids[] = {m->produced_records, m->produced_bytes, m->fetched_records, m->fetched_bytes,
                  m->commits, m->sessions_accepted, m->sessions_refused, m->sessions_active,
                  m->budget_core_used, m->produce_latency, m->fetch_latency, m->commit_sync,
@@ -457,7 +469,11 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
               .truncated = b->m.repl_truncated, .quorum_timeouts = b->m.repl_quorum_timeouts,
               .appends_served = b->m.repl_appends_served,
               .fenced_refusals = b->m.repl_fenced_refusals,
-              .catchups = b->m.repl_catchups, .catchup_records = b->m.repl_catchup_records}};
+              .catchups = b->m.repl_catchups, .catchup_records = b->m.repl_catchup_records,
+              .xfer_bytes = b->m.xfer_bytes, .xfer_segments = b->m.xfer_segments,
+              .seal_tails = b->m.seal_tails, .xfer_refusals = b->m.xfer_refusals},
+        .transfer_peers = (const uint8_t (*)[16])r->transfer_peer_ids,
+        .n_transfer_peers = r->n_transfer_peers, .transfer_core_bytes = r->transfer_core_bytes};
     memcpy(rc.node_uuid, cfg->node_uuid, 16);
     if (vt_node_config_managed(cfg)) {
         /* peers come from metadata: any node certificate of the cluster CA

@@ -196,12 +196,41 @@ static const struct vt_cfg_field repl_fields[] = {
     VT_CFG_SIZE_F(RP, retransmit_bytes, "retransmit", false, 4096, 1ull << 32),
     VT_CFG_SIZE_F(RP, retransmit_core_bytes, "retransmit_per_core", false, 4096, 1ull << 36),
     VT_CFG_U32_F(RP, max_connection_requests, "max_connection_requests", false, 1, 65536),
+    VT_CFG_STRLIST_F(RP, transfer_peers, n_transfer_peers, "transfer_peers", false,
+                     VT_NODE_MAX_TRANSFER_PEERS),
+    VT_CFG_SIZE_F(RP, transfer_core_bytes, "transfer_per_core", false, 65536, 1ull << 32),
 };
 #undef RP
+/* transfer_peers: each a node-style UUID CN, no duplicates, none a boot peer
+ * (a peer already reaches the plane; listing it would narrow what it may send). */
+static int
+transfer_peers_validate(struct vt_node_replication *r, struct vt_cfg_check *chk)
+{
+    for (uint32_t i = 0; i < r->n_transfer_peers; i++) {
+        const char *t = r->transfer_peers[i];
+        uint8_t *id = r->transfer_peer_ids[i];
+        if (vt_cfg_parse_uuid(t, strlen(t), id) != 0)
+            return vt_cfg_check_fail(chk, "transfer_peers", "transfer_peers[%u] \"%s\" is not "
+                                     "a UUID: the replica plane admits only UUID certificate "
+                                     "CNs", i, t);
+        for (uint32_t j = 0; j < i; j++)
+            if (memcmp(r->transfer_peer_ids[j], id, 16) == 0)
+                return vt_cfg_check_fail(chk, "transfer_peers", "transfer_peers[%u] repeats "
+                                         "transfer_peers[%u] (%s)", i, j, t);
+        for (uint32_t p = 0; p < r->n_peers; p++)
+            if (memcmp(r->peers[p].node, id, 16) == 0)
+                return vt_cfg_check_fail(chk, "transfer_peers", "transfer_peers[%u] (%s) is "
+                                         "replication.peers[%u]: a peer may transfer already",
+                                         i, t, p);
+    }
+    return 0;
+}
 static int
 repl_validate(void *obj, struct vt_cfg_check *chk)
 {
-    return numeric_only(chk, "listen", &((struct vt_node_replication *)obj)->listen, "listener");
+    struct vt_node_replication *r = obj;
+    int rc = numeric_only(chk, "listen", &r->listen, "listener");
+    return rc != 0 ? rc : transfer_peers_validate(r, chk);
 }
 static const struct vt_cfg_schema repl_schema = {.name = "replication",
                                                  .fields = repl_fields,
@@ -671,7 +700,8 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                                     .window_bytes = 4ull << 20,
                                                     .retransmit_bytes = 8ull << 20,
                                                     .retransmit_core_bytes = 64ull << 20,
-                                                    .max_connection_requests = 1024};
+                                                    .max_connection_requests = 1024,
+                                                    .transfer_core_bytes = 8ull << 20};
     cfg->budgets = (struct vt_node_budgets){.connection_bytes = 64ull << 20,
                                             .range_bytes = 64ull << 20,
                                             .core_bytes = 256ull << 20,

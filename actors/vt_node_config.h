@@ -86,6 +86,8 @@ struct vt_node_peer {
 };
 
 /* The replica plane: listener, peers and the leader's per-follower windows. */
+#define VT_NODE_MAX_TRANSFER_PEERS 64u
+
 struct vt_node_replication {
     struct vt_cfg_hostport listen;
     struct vt_node_peer *peers;
@@ -97,6 +99,13 @@ struct vt_node_replication {
     uint64_t retransmit_bytes;    /* per led range */
     uint64_t retransmit_core_bytes; /* all led ranges of one core together */
     uint32_t max_connection_requests; /* follower side: requests queued per connection */
+    /* identities (certificate CN = UUID) that may list, fetch and seal
+     * sealed segments besides the replica sets (a repair tool), as given
+     * and as parsed by the validator */
+    char **transfer_peers;
+    uint32_t n_transfer_peers;
+    uint8_t transfer_peer_ids[VT_NODE_MAX_TRANSFER_PEERS][16];
+    uint64_t transfer_core_bytes; /* transfer reads in flight per core */
 };
 
 /* Storage limits for new ranges (an existing range keeps its own). */

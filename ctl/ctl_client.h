@@ -23,6 +23,9 @@ int ctl_node_main(int argc, char **argv);
 /* ctl_lead.c: `vtopctl range step-down` and `vtopctl node drain`. */
 int ctl_range_main(int argc, char **argv);
 int ctl_node_drain_main(int argc, char **argv);
+/* ctl_repair.c: `vtopctl node repair`. */
+int ctl_node_repair_main(int argc, char **argv);
+extern const struct option ctl_repair_options[];
 /* Their getopt tables and the `node` / `range` subcommand tables (the
  * command table of ctl/vtopctl.c points at them; ctl.h). */
 extern const struct option ctl_produce_options[];

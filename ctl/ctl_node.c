@@ -314,6 +314,8 @@ const struct ctl_command ctl_node_cmds[] = {
      status_options, NULL},
     {"drain", ctl_node_drain_main, "give up every range lease this node holds, lead none",
      ctl_drain_options, NULL},
+    {"repair", ctl_node_repair_main, "rebuild a replica's range directory from its leader",
+     ctl_repair_options, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

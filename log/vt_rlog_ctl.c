@@ -1,6 +1,7 @@
 /* Range log control operations (see vt_rlog.h): beginning and adopting a
- * fencing epoch (the `fencing-held` file, then the epoch history) and
- * divergence truncation (log, then history, then producer state). One at a
+ * fencing epoch (the `fencing-held` file, then the epoch history),
+ * divergence truncation (log, then history, then producer state) and
+ * SealTail (vt_xfer.h: the epoch check and the roll in one job). One at a
  * time, queued behind the appends already admitted, run as one I/O job. */
 #include "vt_rlog.h"
 
@@ -94,12 +95,69 @@ truncate_job(const struct vt_file_ops *ops, void *arg)
     return rc;
 }
 
+/* SealTail. Control jobs run one at a time and only a control job's
+ * completion changes `held`, so the check below and the roll see the same
+ * held epoch: nothing can raise it in between. */
+static int64_t
+seal_job(const struct vt_file_ops *ops, void *arg)
+{
+    (void)ops;
+    struct vt_rlog *l = arg;
+    struct vt_segset *s = l->set;
+    uint64_t base = vt_segset_tail_base(s), next = vt_segset_next_offset(s);
+    l->job_dirty = false;
+    l->job_sealed_records = 0;
+    l->job_sealed_end = base;
+    int rc = 0;
+    if (l->held != l->ctl.epoch) {
+        rc = vt_log_err_set(&l->job_err, -ESTALE, l->cfg.dir, "seal at epoch %llu refused: "
+                            "the held epoch is now %llu", (unsigned long long)l->ctl.epoch,
+                            (unsigned long long)l->held);
+    } else if (next > base) {
+        rc = vt_segset_roll(s, &l->job_err);
+        l->job_dirty = rc != 0 && vt_segset_poisoned(s);
+        if (rc == 0) {
+            l->job_sealed_records = next - base;
+            l->job_sealed_end = next;
+        }
+    }
+    l->job_rc = rc;
+    return rc;
+}
+
+static void
+seal_done(struct vt_rlog *l)
+{
+    if (l->job_rc == 0 && l->job_sealed_records > 0) {
+        l->stats.rolls++;
+        VT_INFO("range log %s: tail sealed on request at epoch %llu (%llu records, sealed "
+                "prefix ends at %llu)", l->cfg.dir, (unsigned long long)l->ctl.epoch,
+                (unsigned long long)l->job_sealed_records,
+                (unsigned long long)l->job_sealed_end);
+    } else if (l->job_rc != 0 && l->job_dirty) {
+        vt_rlog__poison(l, l->job_rc, "by a requested seal");
+    } else if (l->job_rc != 0) {
+        VT_WARN("range log %s: requested seal refused: %s", l->cfg.dir, l->job_err.msg);
+    }
+}
+
+static int64_t (*ctl_job(enum vt_rlog__ctl_kind k))(const struct vt_file_ops *, void *)
+{
+    if (k == VT_RLOG__CTL_TRUNCATE)
+        return truncate_job;
+    return k == VT_RLOG__CTL_SEAL ? seal_job : epoch_job;
+}
+
 int
 vt_rlog__ctl_submit(struct vt_rlog *l)
 {
     VT_ASSERT(l->ctl.kind != VT_RLOG__CTL_NONE && !l->ctl.submitted && l->pending.len == 0);
-    int rc = vt_rlog__submit(l, VT_RLOG__JOB_CTL,
-                             l->ctl.kind == VT_RLOG__CTL_TRUNCATE ? truncate_job : epoch_job);
+    if (l->ctl.kind == VT_RLOG__CTL_SEAL && l->ctl.seal_check != NULL &&
+        !l->ctl.seal_check(l->ctl.arg))
+        return vt_log_err_set(&l->job_err, -ESTALE, l->cfg.dir, "seal at epoch %llu refused: "
+                              "this replica no longer leads at that epoch",
+                              (unsigned long long)l->ctl.epoch);
+    int rc = vt_rlog__submit(l, VT_RLOG__JOB_CTL, ctl_job(l->ctl.kind));
     if (rc == 0)
         l->ctl.submitted = true;
     return rc;
@@ -116,6 +174,9 @@ ctl_finish(struct vt_rlog *l, int rc, uint64_t removed)
     l->raising = 0;
     if (op.kind == VT_RLOG__CTL_TRUNCATE)
         op.truncate_cb(l, rc, removed, op.arg);
+    else if (op.kind == VT_RLOG__CTL_SEAL)
+        op.seal_cb(l, rc, rc != 0 ? &l->job_err : NULL, rc == 0 ? l->job_sealed_records : 0,
+                   rc == 0 ? l->job_sealed_end : 0, op.arg);
     else
         op.epoch_cb(l, rc, op.arg);
 }
@@ -202,10 +263,14 @@ void
 vt_rlog__ctl_done(struct vt_rlog *l)
 {
     VT_ASSERT(l->ctl.submitted);
-    if (l->ctl.kind == VT_RLOG__CTL_TRUNCATE)
+    if (l->ctl.kind == VT_RLOG__CTL_TRUNCATE) {
         truncate_done(l);
-    else
+    } else if (l->ctl.kind == VT_RLOG__CTL_SEAL) {
+        seal_done(l);
+        ctl_finish(l, l->job_rc, 0);
+    } else {
         epoch_done(l);
+    }
 }
 
 /* ---- requests (reactor) -------------------------------------------------- */
@@ -310,5 +375,32 @@ vt_rlog_truncate(struct vt_rlog *l, uint64_t offset, uint64_t floor, vt_rlog_tru
         return -EAGAIN;
     struct vt_rlog__ctl op = {.kind = VT_RLOG__CTL_TRUNCATE, .offset = offset,
                               .truncate_cb = cb, .arg = arg};
+    return ctl_start(l, &op);
+}
+
+int
+vt_rlog_seal_tail(struct vt_rlog *l, uint64_t epoch, bool (*still_leads)(void *arg),
+                  vt_rlog_seal_cb *cb, void *arg)
+{
+    vt_rlog__assert_owner(l);
+    VT_ASSERT(l->ready && cb != NULL);
+    int rc = ctl_gate(l);
+    if (rc != 0)
+        return rc;
+    if (epoch != l->held || l->raising != 0)
+        return -ESTALE;
+    if (l->next == 0)
+        return -ENODATA; /* never written: there is nothing to seal or to transfer */
+    if (l->ctl.kind != VT_RLOG__CTL_NONE)
+        return -EBUSY;
+    if (l->recovering)
+        return -EAGAIN;
+    if (l->next == l->committed && l->pending.len == 0 && !l->job_busy &&
+        vt_segset_tail_base(l->set) == l->next) {
+        cb(l, 0, NULL, 0, l->next, arg); /* empty tail over a sealed prefix: idempotent */
+        return 0;
+    }
+    struct vt_rlog__ctl op = {.kind = VT_RLOG__CTL_SEAL, .epoch = epoch, .seal_cb = cb,
+                              .seal_check = still_leads, .arg = arg};
     return ctl_start(l, &op);
 }

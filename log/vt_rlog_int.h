@@ -9,6 +9,7 @@
 
 #include "vt_epoch_history.h"
 #include "vt_rlog.h"
+#include "vt_xfer.h"
 
 /* History entries one commit group may carry; a batch needing one more is
  * refused with -EAGAIN until the group is handed to the I/O thread. */
@@ -57,7 +58,7 @@ struct vt_rlog__retain {
 };
 
 enum vt_rlog__ctl_kind { VT_RLOG__CTL_NONE = 0, VT_RLOG__CTL_BEGIN, VT_RLOG__CTL_ADOPT,
-                         VT_RLOG__CTL_TRUNCATE };
+                         VT_RLOG__CTL_TRUNCATE, VT_RLOG__CTL_SEAL };
 
 /* The one control operation (epoch change or truncation) a range log runs
  * at a time. Queued until the pending group is committed (appends are
@@ -66,11 +67,13 @@ enum vt_rlog__ctl_kind { VT_RLOG__CTL_NONE = 0, VT_RLOG__CTL_BEGIN, VT_RLOG__CTL
 struct vt_rlog__ctl {
     enum vt_rlog__ctl_kind kind;
     bool submitted;
-    uint64_t epoch;  /* BEGIN / ADOPT */
+    uint64_t epoch;  /* BEGIN / ADOPT; SEAL: the epoch the seal must still be held at */
     bool store_held; /* BEGIN / ADOPT: epoch > held when requested */
     uint64_t offset; /* TRUNCATE */
     vt_rlog_epoch_cb *epoch_cb;
     vt_rlog_truncate_cb *truncate_cb;
+    vt_rlog_seal_cb *seal_cb; /* SEAL (vt_xfer.h) */
+    bool (*seal_check)(void *arg); /* SEAL: asked on the core just before submission */
     void *arg;
 };
 
@@ -109,6 +112,7 @@ struct vt_rlog {
     int job_rc;
     struct vt_log_err job_err;
     uint64_t job_committed, job_next, job_start, job_held, job_removed;
+    uint64_t job_sealed_records, job_sealed_end; /* seal-tail job */
     uint64_t job_sync_ns; /* commit job: time in fdatasync */
     uint32_t job_rolls, job_retained;
     bool job_held_stored; /* epoch job: the held file was replaced */
@@ -180,6 +184,8 @@ void vt_rlog__note_poison(struct vt_rlog *l, const char *during);
 int vt_rlog__scrub_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__scrub_done(struct vt_rlog *l);
 void vt_rlog__scrub_abort(struct vt_rlog *l, int rc);
+/* Reads (and transfer reads, vt_rlog_xfer.c) in flight at once. */
+#define VT_RLOG__READS_MAX 64u
 
 /* ---- vt_rlog_ctl.c ----------------------------------------------------- */
 

@@ -559,6 +559,9 @@ vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
     case VT_K_REPL_HWM: serve_hwm(c, r, rr); return;
     case VT_K_REPL_HANDOFF: serve_handoff(c, r, rr); return;
     case VT_K_REPL_READ: serve_read(c, r, rr); return;
+    case 77: /* ListSealed, FetchChunk, SealTail: vt_repl_xfer.c (the leader serves them) */
+    case 79:
+    case 81: vt_repl__serve_xfer(c, r, rr); return;
     default:
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "unexpected kind %u", r->kind);
     }

@@ -53,7 +53,14 @@ struct vt_repl_peer {
 struct vt_repl_metric_ids {
     int resyncs, fences, truncated, quorum_timeouts, appends_served, fenced_refusals;
     int catchups, catchup_records; /* promotions that copied from a peer; records copied */
+    /* sealed-segment transfer served (vt_repl_xfer.c): artifact bytes sent,
+     * segment files sent to their end, SealTail calls, transfer refusals */
+    int xfer_bytes, xfer_segments, seal_tails, xfer_refusals;
 };
+
+/* Sealed-segment transfer bounds. */
+#define VT_REPL_XFER_CORE_BYTES_DEFAULT (8u << 20)
+#define VT_REPL_MAX_TRANSFER_PEERS 64u
 
 /* The node's replica plane. immutable after boot */
 struct vt_repl_node_config {
@@ -66,6 +73,12 @@ struct vt_repl_node_config {
      * allowlist); true: any node UUID CN the cluster CA signed, the
      * per-range leader check deciding (peers learned at runtime). */
     bool accept_any_node;
+    /* Identities (certificate CN = UUID) that may list, fetch and seal on
+     * top of the ranges' replica sets (an operator's repair tool); they may
+     * send nothing else. Copied by vt_repl_node_new. */
+    const uint8_t (*transfer_peers)[16];
+    uint32_t n_transfer_peers;        /* <= VT_REPL_MAX_TRANSFER_PEERS */
+    uint64_t transfer_core_bytes;     /* transfer reads in flight per core; 0 = 8 MiB */
     struct vt_tls_files tls;          /* the dialing side's certificate */
     struct vt_tls_ctx *server_tls;    /* the listener's context (borrowed; outlives the node) */
     uint64_t quorum_timeout_ms;       /* a quorum produce fails (retryably) after this */

@@ -13,6 +13,7 @@
  * it has outstanding; a full link answers -EAGAIN and calls the ranges back
  * when it drains. */
 #include "vt_repl_node_int.h"
+#include "vt_repl_xfer_proto.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -64,6 +65,7 @@ struct vt_rconn {
     uint64_t outstanding_bytes;
     bool gone, paused;
     bool refused; /* closed by us at open: not a registered node (logged once there) */
+    bool xfer_only; /* a transfer peer, not a node: transfer, status and history only */
     struct vt_rconn *next, *prev;
 };
 
@@ -516,7 +518,16 @@ known_kind(uint16_t k)
 {
     return k == VT_K_REPL_APPEND || k == VT_K_REPL_HWM || k == VT_K_REPL_STATUS ||
            k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE || k == VT_K_REPL_HANDOFF ||
-           k == VT_K_REPL_READ;
+           k == VT_K_REPL_READ || k == VT_K_XFER_LIST || k == VT_K_XFER_FETCH ||
+           k == VT_K_XFER_SEAL_TAIL;
+}
+
+/* What a transfer peer (not a node) may send: read-only probes and transfer. */
+static bool
+xfer_peer_kind(uint16_t k)
+{
+    return k == VT_K_REPL_STATUS || k == VT_K_REPL_HISTORY || k == VT_K_XFER_LIST ||
+           k == VT_K_XFER_FETCH || k == VT_K_XFER_SEAL_TAIL;
 }
 
 static size_t
@@ -550,6 +561,13 @@ rconn_on_data(struct vt_conn *conn, const uint8_t *data, size_t len, void *arg)
             vt_conn_close(conn, "unknown replica-plane message kind");
             return len;
         }
+        if (c->xfer_only && !xfer_peer_kind(f.kind)) {
+            rconn_error(c, f.request_id, VT_REPL_E_INVALID_REQUEST,
+                        "this identity is a replication.transfer_peers entry, not a node: it "
+                        "may send ReplicaStatus, EpochHistory, ListSealed, FetchChunk and "
+                        "SealTail only");
+            continue;
+        }
         rconn_dispatch(c, &f);
     }
     return off;
@@ -563,6 +581,15 @@ rconn_on_open(struct vt_conn *conn, void *arg)
     const char *cn = vt_conn_peer_cn(conn);
     if (vt_cfg_parse_uuid(cn, strlen(cn), c->peer_uuid) != 0) {
         vt_conn_close(conn, "replica peer CN is not a node UUID");
+        return;
+    }
+    struct vt_repl_core *pc = rcore(c->n, c->core);
+    bool node = false; /* a data node this core knows (boot or registered) */
+    for (uint32_t i = 0; i < pc->n_peers && !node; i++)
+        node = pc->peers[i].known && memcmp(pc->peers[i].node, c->peer_uuid, 16) == 0;
+    if (!node && vt_repl__xfer_peer(c->n, c->peer_uuid)) {
+        c->xfer_only = true; /* the static allowlist holds it; a managed node admits it here */
+        VT_INFO("replica connection from transfer peer %s (%s)", cn, vt_conn_peer_addr(conn));
         return;
     }
     if (c->n->cfg.accept_any_node) {

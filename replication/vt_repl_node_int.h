@@ -43,6 +43,7 @@ struct vt_repl_core {
     uint32_t n_conns;
     bool stopping;
     uint64_t retransmit_bytes;   /* all led ranges' retransmission buffers on this core */
+    uint64_t xfer_bytes;         /* transfer reads in flight on this core (vt_repl_xfer.c) */
     /* Scratch used only within one synchronous step (encoding or decoding
      * an epoch history message): VT_EPOCH_HISTORY_MAX entries and a buffer
      * of VT_REPL_SCRATCH_BYTES. */
@@ -56,7 +57,9 @@ struct vt_repl_node {
     struct vt_repl_peer *peers;     /* the boot peers (each core copies them) */
     struct vt_tls_ctx *peer_tls;    /* client context for links */
     struct vt_conn_policy peer_policy;
-    const char **peer_cns;          /* the boot peers' UUIDs (the static allowlist) */
+    const char **peer_cns;          /* the boot peers' UUIDs, then the transfer peers'
+                                     * (the static allowlist) */
+    uint8_t (*xfer_peers)[16];      /* cfg.transfer_peers (copied) */
     struct vt_repl_core **cores;    /* [cfg.cores]; each owned by its core */
     _Atomic uint32_t conns;         /* open replica connections, all cores */
 };
@@ -171,6 +174,11 @@ struct vt_rreq {
     bool remote;
     struct vt_msg call;
 };
+
+/* vt_repl_xfer.c: ListSealed, FetchChunk and SealTail on the range's core. */
+void vt_repl__serve_xfer(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr);
+/* Whether `uuid` is one of the node's transfer peers. */
+bool vt_repl__xfer_peer(const struct vt_repl_node *n, const uint8_t uuid[16]);
 
 /* Range core: the answer for `r` is ready (in r->resp*); sends it home. */
 void vt_repl__rreq_answer(struct vt_core *core, struct vt_rreq *r);

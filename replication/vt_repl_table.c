@@ -44,17 +44,25 @@ vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err, size_t err_le
     }
     n->cfg = *cfg;
     n->peers = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*n->peers));
-    n->peer_cns = calloc(cfg->n_peers + 1, sizeof(char *));
+    VT_ASSERT(cfg->n_transfer_peers <= VT_REPL_MAX_TRANSFER_PEERS &&
+              (cfg->n_transfer_peers == 0 || cfg->transfer_peers != NULL));
+    uint32_t n_cns = cfg->n_peers + cfg->n_transfer_peers;
+    n->peer_cns = calloc(n_cns + 1, sizeof(char *));
     n->cores = calloc(cfg->cores, sizeof(*n->cores));
-    if (n->peers == NULL || n->peer_cns == NULL || n->cores == NULL)
+    n->xfer_peers = calloc(cfg->n_transfer_peers + 1, 16);
+    if (n->peers == NULL || n->peer_cns == NULL || n->cores == NULL || n->xfer_peers == NULL)
         goto oom;
     memcpy(n->peers, cfg->peers, cfg->n_peers * sizeof(*n->peers));
     n->cfg.peers = n->peers;
-    for (uint32_t i = 0; i < cfg->n_peers; i++) {
+    if (cfg->n_transfer_peers > 0)
+        memcpy(n->xfer_peers, cfg->transfer_peers, cfg->n_transfer_peers * 16u);
+    n->cfg.transfer_peers = (const uint8_t (*)[16])n->xfer_peers;
+    for (uint32_t i = 0; i < n_cns; i++) {
         char *s = malloc(37);
         if (s == NULL)
             goto oom;
-        vt_uuid_format(cfg->peers[i].node, s);
+        vt_uuid_format(i < cfg->n_peers ? cfg->peers[i].node
+                                        : cfg->transfer_peers[i - cfg->n_peers], s);
         n->peer_cns[i] = s;
     }
     for (unsigned c = 0; c < cfg->cores; c++) {
@@ -68,7 +76,7 @@ vt_repl_node_new(const struct vt_repl_node_config *cfg, char *err, size_t err_le
     vt_conn_policy_defaults(&n->peer_policy);
     if (!cfg->accept_any_node) {
         n->peer_policy.allowed_cns = (const char *const *)n->peer_cns;
-        n->peer_policy.n_allowed = cfg->n_peers;
+        n->peer_policy.n_allowed = n_cns;
     }
     n->peer_policy.connect_timeout_ms = (uint32_t)cfg->connect_timeout_ms;
     uint32_t frame = cfg->max_frame_bytes;
@@ -106,9 +114,10 @@ vt_repl_node_free(struct vt_repl_node *n)
     }
     free(n->cores);
     if (n->peer_cns != NULL)
-        for (uint32_t i = 0; i < n->cfg.n_peers; i++)
+        for (uint32_t i = 0; i < n->cfg.n_peers + n->cfg.n_transfer_peers; i++)
             free((void *)n->peer_cns[i]);
     free(n->peer_cns);
+    free(n->xfer_peers);
     free(n->peers);
     vt_tls_ctx_free(n->peer_tls);
     free(n);

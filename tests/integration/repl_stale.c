@@ -40,6 +40,7 @@
 #include "vt_frame.h"
 #include "vt_log_types.h"
 #include "vt_repl_proto.h"
+#include "vt_repl_xfer_proto.h"
 
 #define RS_EXIT_MATCH 0
 #define RS_EXIT_MISMATCH 1
@@ -50,7 +51,7 @@
 #define RS_READ_MAX_BYTES VT_FRAME_DEFAULT_MAX_BYTES
 #define RS_DEFAULT_PRODUCER "7e57a1e0-0000-4000-8000-00000000057a"
 
-enum rs_send { RS_SEND_APPEND, RS_SEND_FENCE, RS_SEND_STATUS, RS_SEND_READ };
+enum rs_send { RS_SEND_APPEND, RS_SEND_FENCE, RS_SEND_STATUS, RS_SEND_READ, RS_SEND_FETCH };
 enum rs_outcome { RS_OK, RS_FENCED, RS_INVALID, RS_OTHER };
 
 struct rs_opts {
@@ -91,7 +92,7 @@ struct rs_frame {
 static const char usage_text[] =
     "usage: repl_stale --port P --ca CA.pem --cert NODE.pem --key NODE.key --server-cn UUID\n"
     "                  --range-id UUID [--topic T] [--topic-epoch N] [--range-generation N]\n"
-    "                  --send append|fence|status|read --expect ok|fenced|invalid\n"
+    "                  --send append|fence|status|read|fetch --expect ok|fenced|invalid\n"
     "                  [--epoch N|held] [--base N|next] [--hwm N] [--leader-node UUID]\n"
     "                  [--leader-next N|own] [--batches N] [--records N] [--value-bytes N]\n"
     "                  [--producer-id UUID] [--producer-epoch N] [--sequence N]\n"
@@ -201,7 +202,7 @@ static const struct option longopts[] = {
 static int
 parse_one(int c, const char *v, struct rs_opts *o)
 {
-    static const char *const sends[] = {"append", "fence", "status", "read"};
+    static const char *const sends[] = {"append", "fence", "status", "read", "fetch"};
     static const char *const expects[] = {"ok", "fenced", "invalid"};
     uint64_t u = 0;
     int rc = 0, w = 0;
@@ -235,7 +236,7 @@ parse_one(int c, const char *v, struct rs_opts *o)
     case 'g':
         return parse_u64("--range-generation", v, 0, UINT64_MAX, &o->range.range_generation);
     case 's':
-        rc = parse_choice("--send", v, sends, 4, &w);
+        rc = parse_choice("--send", v, sends, 5, &w);
         o->send = (enum rs_send)w;
         return rc;
     case 'x':
@@ -783,6 +784,20 @@ build_request(struct rs_conn *c, const struct rs_opts *o, uint64_t epoch, uint64
         free(batches);
         return p;
     }
+    if (o->send == RS_SEND_FETCH) { /* FetchChunk of a segment id no range has */
+        uint8_t *p = malloc(1024u);
+        if (p != NULL) {
+            struct vt_xfer_fetch m = {.range = o->range, .epoch = epoch,
+                                      .artifact = VT_XFER_ART_SEGMENT, .max_bytes = 65536};
+            memset(m.segment_id, 0x5a, 16);
+            vt_wr_init(&w, p, 1024u);
+            vt_xfer_encode_fetch(&w, &m);
+            VT_ASSERT(vt_wr_ok(&w));
+            *len = w.len;
+            printf("sent FetchChunk epoch=%" PRIu64 "\n", epoch);
+        }
+        return p;
+    }
     if (o->send == RS_SEND_READ) {
         uint8_t *p = malloc(1024u);
         if (p != NULL) {
@@ -842,17 +857,19 @@ run(struct rs_conn *c, const struct rs_opts *o)
     uint8_t *p = build_request(c, o, epoch, st.next_offset, &len);
     if (p == NULL)
         return RS_OTHER;
-    uint16_t kind = o->send == RS_SEND_APPEND ? VT_K_REPL_APPEND
-                    : o->send == RS_SEND_READ ? VT_K_REPL_READ
-                                              : VT_K_REPL_FENCE;
+    uint16_t kind = o->send == RS_SEND_APPEND  ? VT_K_REPL_APPEND
+                    : o->send == RS_SEND_READ  ? VT_K_REPL_READ
+                    : o->send == RS_SEND_FETCH ? VT_K_XFER_FETCH
+                                               : VT_K_REPL_FENCE;
     struct rs_frame a = {0};
     int rc = exchange(c, kind, p, len, &a);
     free(p);
     if (rc != 0)
         return RS_OTHER;
-    enum rs_outcome out = classify(&a, kind == VT_K_REPL_APPEND ? VT_K_REPL_APPEND_RESP
-                                       : kind == VT_K_REPL_READ ? VT_K_REPL_READ_RESP
-                                                                : VT_K_REPL_FENCE_RESP);
+    enum rs_outcome out = classify(&a, kind == VT_K_REPL_APPEND  ? VT_K_REPL_APPEND_RESP
+                                       : kind == VT_K_REPL_READ  ? VT_K_REPL_READ_RESP
+                                       : kind == VT_K_XFER_FETCH ? VT_K_XFER_FETCH_RESP
+                                                                 : VT_K_REPL_FENCE_RESP);
     free(a.payload);
     return out;
 }
