@@ -13,10 +13,11 @@ src=${3:?usage: retention.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 command -v openssl >/dev/null || { echo "SKIP: openssl CLI not installed (certificates)"; exit 77; }
 
 work=$(mktemp -d /tmp/vtop-retention.XXXXXX)
-pids=()
+# shellcheck source=tests/integration/single_node.sh
+. "$src/tests/integration/single_node.sh"
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
-    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    sn_kill_all
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -25,69 +26,11 @@ fail() {
     for f in "$work"/node*.err; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
     exit 1
 }
-
-NODE_CN=00000000-0000-4000-8000-000000000001
-CLIENT_CN=11111111-1111-4111-8111-111111111111
-"$src/scripts/gen-certs.sh" "$work/certs" >/dev/null || fail "gen-certs.sh failed"
-
-node_config() { # node_config LIMITS_EXTRA
-    cat >"$work/node.yaml" <<YAML
-node_id: 1
-node_uuid: $NODE_CN
-cluster_id: 6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
-data_dir: $work/data
-runtime: {cores: 1, pin: false}
-observability: {listen: 127.0.0.1:0}
-tls: {ca: $work/certs/ca.pem, cert: $work/certs/$NODE_CN.pem, key: $work/certs/$NODE_CN.key}
-native: {listen: 127.0.0.1:0}
-limits: {max_record: 4KiB, max_batch: 64KiB, max_segment: 256KiB, $1}
-authorization:
-  producers: [$CLIENT_CN]
-  consumers: [$CLIENT_CN]
-  admins: [$CLIENT_CN]
-ranges:
-  - {topic: orders, topic_epoch: 1, range_id: 22222222-2222-4222-8222-222222222222, range_generation: 0, fencing_epoch: 1}
-YAML
-}
-
-node_pid=
-start_node() { # start_node N
-    "$node" --config "$work/node.yaml" >"$work/node$1.out" 2>"$work/node$1.err" &
-    node_pid=$!
-    pids+=("$node_pid")
-    for _ in $(seq 1 200); do
-        grep -q '^node_ready' "$work/node$1.out" && break
-        kill -0 "$node_pid" 2>/dev/null || fail "node exited during start"
-        sleep 0.05
-    done
-    ready=$(grep '^node_ready' "$work/node$1.out") || fail "node not ready"
-    port=$(printf '%s\n' "$ready" | sed -n 's/.* native=127\.0\.0\.1:\([0-9]*\).*/\1/p')
-    [ -n "$port" ] || fail "no native port in the ready line: $ready"
-    cat >"$work/client.yaml" <<YAML
-cluster_id: 6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
-addr: 127.0.0.1:$port
-server_name: $NODE_CN
-tls: {ca: $work/certs/ca.pem, cert: $work/certs/$CLIENT_CN.pem, key: $work/certs/$CLIENT_CN.key}
-principal: $CLIENT_CN
-producer_epoch: 1
-range: {topic: orders, topic_epoch: 1, range_id: 22222222-2222-4222-8222-222222222222, range_generation: 0}
-request_timeout: 20s
-YAML
-}
-
-stop_node() {
-    kill -TERM "$node_pid"
-    for _ in $(seq 1 100); do kill -0 "$node_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$node_pid" 2>/dev/null && fail "node did not stop within 10 s of SIGTERM"
-    wait "$node_pid"
-    local rc=$?
-    [ "$rc" -eq 0 ] || fail "node exited with $rc"
-}
-
-status_field() { # status_field NAME: from node status --json
-    "$ctl" node status --config "$work/client.yaml" --json 2>/dev/null |
-        sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n 1
-}
+sn_certs
+node_config() { sn_config "$work/data" "max_record: 4KiB, max_batch: 64KiB, max_segment: 256KiB, $1"; }
+start_node() { sn_start "$1"; }
+stop_node() { sn_stop; }
+status_field() { sn_status_field "$1"; }
 
 segments() { find "$work/data" -name '*.segment' | wc -l; }
 
