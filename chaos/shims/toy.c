@@ -1,14 +1,19 @@
 /* A toy program for the shim tests (chaos/tests/shims.sh):
  *   toy fsync FILE   writes a byte, prints "fsync=RC errno=E fdatasync=RC errno=E"
  *   toy clock        prints "realtime=S coarse=S time=S tod=S monotonic=S"
+ *   toy connect      connects to a listener of its own on 127.0.0.1 and prints
+ *                    "source=ADDR" (the connecting socket's address)
  *   toy lose FILE    writes "synced." and fdatasyncs, then pwrites "XX" over
  *                    its start, appends "unsynced", grows the file with
  *                    ftruncate, and SIGKILLs itself */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +59,28 @@ toy_lose(const char *path)
     return 1;
 }
 
+static int
+toy_connect(void)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(l, 1) != 0 ||
+        getsockname(l, (struct sockaddr *)&a, &al) != 0 ||
+        connect(c, (struct sockaddr *)&a, sizeof(a)) != 0)
+        return 1;
+    struct sockaddr_in me;
+    socklen_t ml = sizeof(me);
+    char buf[INET_ADDRSTRLEN];
+    if (getsockname(c, (struct sockaddr *)&me, &ml) != 0 ||
+        inet_ntop(AF_INET, &me.sin_addr, buf, sizeof(buf)) == NULL)
+        return 1;
+    printf("source=%s\n", buf);
+    close(c);
+    close(l);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -61,8 +88,10 @@ main(int argc, char **argv)
         return toy_fsync(argv[2]);
     if (argc == 2 && strcmp(argv[1], "clock") == 0)
         return toy_clock();
+    if (argc == 2 && strcmp(argv[1], "connect") == 0)
+        return toy_connect();
     if (argc == 3 && strcmp(argv[1], "lose") == 0)
         return toy_lose(argv[2]);
-    fputs("usage: toy fsync FILE | clock | lose FILE\n", stderr);
+    fputs("usage: toy fsync FILE | clock | connect | lose FILE\n", stderr);
     return 2;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The chaos LD_PRELOAD shims on a toy program (chaos/shims/toy.c): fsync EIO
 # only while the trigger file exists; wall clock shifted, monotonic not,
-# marker written; lose-unsynced: after a SIGKILL the restore tool leaves
+# marker written; outgoing connections bound to VTOP_BIND_SOURCE; lose-unsynced: after a SIGKILL the restore tool leaves
 # exactly the synced bytes. Usage: shims.sh CHAOS_BUILD_DIR
 set -uo pipefail
 out=$1
@@ -41,6 +41,15 @@ check "skew marker" "$(sed 's/ pid=.*//' "$work/marker" 2>/dev/null)" "skew_seco
 read -r rt2 _ < <(VTOP_CLOCK_SKEW_SECONDS=-7200 LD_PRELOAD=$out/libvtop_clock_skew.so "$toy" clock |
     tr -c '0-9\n' ' ')
 check "CLOCK_REALTIME -7200" "$(near "$rt2" "$rt0" -7200)" yes
+
+# bind source
+check "connect without the shim" "$("$toy" connect)" "source=127.0.0.1"
+check "connect from VTOP_BIND_SOURCE" \
+    "$(VTOP_BIND_SOURCE=127.0.0.12 LD_PRELOAD=$out/libvtop_bind_source.so "$toy" connect)" \
+    "source=127.0.0.12"
+check "a source outside 127/8 is ignored" \
+    "$(VTOP_BIND_SOURCE=10.1.2.3 LD_PRELOAD=$out/libvtop_bind_source.so "$toy" connect)" \
+    "source=127.0.0.1"
 
 # lose unsynced writes
 mkdir -p "$work/data" "$work/undo"
