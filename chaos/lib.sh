@@ -136,9 +136,9 @@ cl_node_wrapper() {
     read -r -a envs <<<"${!e:-}"
     if [ -n "${!t:-}" ]; then
         mkdir -p "$CL_WORK/n$n"
+        # shellcheck disable=SC2016  # expanded by the inner sh
         exec env LD_PRELOAD="$pre" VTOP_BIND_SOURCE="$(cl_host "$n")" "${envs[@]}" \
             unshare -m --propagation private -- sh -c \
-            # shellcheck disable=SC2016  # expanded by the inner sh
             'mount -t tmpfs -o "size=$1m" chaos "$2" && shift 2 && exec "$@"' \
             sh "${!t}" "$CL_WORK/n$n" "$@"
     fi
