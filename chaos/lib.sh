@@ -173,7 +173,10 @@ ctl() { "$CL_BIN/vtopctl" "$@"; }
 # sets RANGE, LEADER (node number) and EPOCH.
 chaos_up() {
     local i holder
-    cl_managed_up "$CHAOS_TOPIC" 1 --replication-factor 3 || chaos_fail "cluster bring-up"
+    local create=(--replication-factor 3)
+    # CHAOS_PREFERRED=N: node N first in the placement (its preferred leader)
+    [ -n "${CHAOS_PREFERRED:-}" ] && create=(--replicas "$(chaos_placement "$CHAOS_PREFERRED")")
+    cl_managed_up "$CHAOS_TOPIC" 1 "${create[@]}" || chaos_fail "cluster bring-up"
     for i in $(seq 1 $((CHAOS_READY_TIMEOUT_SECONDS * 10))); do
         [ "$(ctl meta membership --config "$W/admin.yaml" 2>/dev/null | grep -c '^voter')" = 3 ] &&
             break
@@ -184,6 +187,12 @@ chaos_up() {
     LEADER=$(cl_node_of "$holder")
     for i in 1 2 3; do chaos_await_ready "$i" || chaos_fail "node $i not ready"; done
     chaos_say "up: range $RANGE led by node $LEADER at epoch $EPOCH"
+}
+
+# chaos_placement N: the three node UUIDs, node N first.
+chaos_placement() {
+    local n=$1
+    echo "$(cl_uuid "$n"),$(cl_uuid $((n % 3 + 1))),$(cl_uuid $(((n + 1) % 3 + 1)))"
 }
 
 # chaos_http N PATH [METHOD]: the HTTP status of node N's observability PATH.
@@ -298,11 +307,12 @@ chaos_next_offset() {
 # chaos_final_check: after the faults are healed: every node reaches the
 # acknowledged end and verifies it byte for byte, a final read through
 # the first live node follows a `heal` line, and check-history runs over every history
-# ($W/check.out). Fails the scenario on any anomaly.
+# ($W/check.out). Fails the scenario on any anomaly. CHAOS_VERIFY_NODES
+# (default "1 2 3") names the nodes verified.
 chaos_final_check() {
     local n next files
     next=$(chaos_next_offset)
-    for n in 1 2 3; do
+    for n in ${CHAOS_VERIFY_NODES:-1 2 3}; do
         [ -z "${CL_PIDS[n]}" ] && continue
         cl_wait_hwm "$n" "$W/c$n.yaml" "$next" || chaos_fail "node $n HWM below $next after heal"
         ctl verify --config "$W/c$n.yaml" --value-bytes "$CHAOS_RECORD_BYTES" \
@@ -310,7 +320,7 @@ chaos_final_check() {
             chaos_fail "verify on node $n through $next: $(cat "$W/verify-$n.out")"
     done
     echo heal >"$W/final.hist"
-    for n in 1 2 3; do [ -n "${CL_PIDS[n]}" ] && break; done
+    for n in ${CHAOS_VERIFY_NODES:-1 2 3}; do [ -n "${CL_PIDS[n]}" ] && break; done
     ctl consume --config "$W/c$n.yaml" --from earliest --format raw --reconnect-seconds 30 \
         --history "$W/final.hist" >/dev/null 2>"$W/final.err" ||
         chaos_fail "final read: $(cat "$W/final.err")"
