@@ -156,6 +156,7 @@ chaos_cleanup() {
     for p in "$CHAOS_PRODUCER" "$CHAOS_CONSUMER"; do
         [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
     done
+    [ -n "$CHAOS_PRODUCER" ] && [ -f "$W/producer.pid" ] && kill -KILL "$(cat "$W/producer.pid")" 2>/dev/null
     cl_stop_all
     iptables -F OUTPUT 2>/dev/null
     if [ "$rc" = 0 ] && [ -z "${CHAOS_KEEP:-}" ]; then
@@ -242,17 +243,62 @@ chaos_await_leader_change() {
 }
 
 # chaos_producer VIA N [extra args]: N quorum test records through node VIA
-# in the background (CHAOS_PRODUCER), acked count in $W/acked, history in
-# $W/produce.hist.
+# in the background (CHAOS_PRODUCER: a supervising subshell), history in
+# $W/produce.hist. A run that ends early (exit 1 or 3: a refusal the tool
+# does not retry, such as WrongRange from a node still opening the range,
+# or no node answering within CHAOS_RECONNECT_SECONDS) is restarted up to
+# CHAOS_PRODUCER_RESTARTS times (default 5) at the same producer epoch from
+# the first unacknowledged sequence, so the node's idempotence answers the
+# resent records as duplicates at their original offsets; each restart is
+# a line in $W/produce.restarts. The acked count is chaos_acked.
 chaos_producer() {
     local via=$1 n=$2
     shift 2
-    ctl produce --config "$W/c$via.yaml" --records "$n" --batch "$CHAOS_BATCH" \
-        --value-bytes "$CHAOS_RECORD_BYTES" --durability quorum \
-        --reconnect-seconds "$CHAOS_RECONNECT_SECONDS" --acked-file "$W/acked" \
-        --history "$W/produce.hist" --json "$@" >"$W/produce.json" 2>"$W/produce.err" &
+    echo 0 >"$W/acked.base"
+    : >"$W/produce.restarts"
+    (
+        trap 'kill -KILL "$child" 2>/dev/null; exit 143' TERM
+        base=0 restarts=0 child=
+        while :; do
+            ctl produce --config "$W/c$via.yaml" --records $((n - base)) --first-sequence "$base" \
+                --batch "$CHAOS_BATCH" --value-bytes "$CHAOS_RECORD_BYTES" --durability quorum \
+                --reconnect-seconds "$CHAOS_RECONNECT_SECONDS" --acked-file "$W/acked.run" \
+                --history "$W/produce.hist" --json "$@" >"$W/produce.json" 2>"$W/produce.err" &
+            child=$!
+            echo "$child" >"$W/producer.pid"
+            rc=0
+            wait "$child" || rc=$?
+            base=$((base + $(cat "$W/acked.run" 2>/dev/null || echo 0)))
+            echo "$base" >"$W/acked.base"
+            echo 0 >"$W/acked.run"
+            [ "$rc" = 0 ] && exit 0
+            restarts=$((restarts + 1))
+            [ "$restarts" -le "${CHAOS_PRODUCER_RESTARTS:-5}" ] || exit "$rc"
+            echo "restart $restarts at sequence $base after exit $rc: $(tail -n 1 "$W/produce.err")" \
+                >>"$W/produce.restarts"
+            cp "$W/produce.err" "$W/produce.err.$restarts"
+            sleep 1
+        done
+    ) &
     CHAOS_PRODUCER=$!
 }
+
+# chaos_acked: records acknowledged so far, over every producer run.
+chaos_acked() {
+    local b r
+    b=$(cat "$W/acked.base" 2>/dev/null || echo 0)
+    r=$(cat "$W/acked.run" 2>/dev/null || echo 0)
+    echo $((${b:-0} + ${r:-0}))
+}
+
+# chaos_all_acked N: every one of the N records was acknowledged.
+chaos_all_acked() {
+    [ "$(chaos_acked)" -ge "$1" ] && return 0
+    chaos_fail "only $(chaos_acked) of $1 acked: $(cat "$W/produce.json")"
+}
+
+# chaos_restarts: how many times the producer was restarted.
+chaos_restarts() { grep -c . "$W/produce.restarts" 2>/dev/null || echo 0; }
 
 # chaos_consumer VIA: tails the range from earliest through node VIA in the
 # background (CHAOS_CONSUMER), history in $W/consume.hist.
@@ -262,8 +308,6 @@ chaos_consumer() {
         >/dev/null 2>"$W/consume.err" &
     CHAOS_CONSUMER=$!
 }
-
-chaos_acked() { cat "$W/acked" 2>/dev/null || echo 0; }
 
 # chaos_await_acked MIN: the producer's acked count reaches MIN.
 chaos_await_acked() {
@@ -329,7 +373,7 @@ chaos_final_check() {
     files+=("$W/final.hist")
     "$CHAOS_SHIM_DIR/check-history" "${files[@]}" >"$W/check.out" 2>&1 ||
         chaos_fail "check-history: $(grep -v '^$' "$W/check.out" | head -n 30)"
-    chaos_say "checker: $(tail -n 1 "$W/check.out"); verified through offset $next on every live node"
+    chaos_say "checker: $(tail -n 1 "$W/check.out"); verified through offset $next on nodes ${CHAOS_VERIFY_NODES:-1 2 3}; producer restarts: $(chaos_restarts)"
 }
 
 # Partitions (inside the scenario's own network namespace): packets from

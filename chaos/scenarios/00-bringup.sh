@@ -19,7 +19,8 @@ done
 chaos_consumer "$(((LEADER % 3) + 1))"
 chaos_producer "$(((LEADER % 3) + 1))" "$records"
 chaos_wait_producer || chaos_fail "producer exit $?: $(cat "$W/produce.json")"
-grep -q "\"acked_total\":$records" "$W/produce.json" || chaos_fail "not all acked: $(cat "$W/produce.json")"
+chaos_all_acked "$records"
+[ "$(chaos_restarts)" = 0 ] || chaos_fail "the producer needed restarts on a healthy cluster: $(cat "$W/produce.restarts")"
 next=$(chaos_next_offset)
 for n in 1 2 3; do cl_wait_hwm "$n" "$W/c$n.yaml" "$next" || chaos_fail "node $n HWM"; done
 sleep 1

@@ -25,7 +25,7 @@ cl_kill "$old" KILL
 chaos_await_leader_change "$old" "$old_epoch" || chaos_fail "no automatic failover"
 chaos_say "node $LEADER leads at epoch $EPOCH"
 chaos_wait_producer || chaos_fail "producer exit $?: $(cat "$W/produce.json")"
-grep -q "\"acked_total\":$records" "$W/produce.json" || chaos_fail "not all acked: $(cat "$W/produce.json")"
+chaos_all_acked "$records"
 cl_start "$old" || chaos_fail "restart node $old"
 chaos_await_ready "$old" || chaos_fail "restarted node $old not ready"
 sleep 1

@@ -26,7 +26,7 @@ fs=$(awk -v d="$W/n3" '$2 == d {print $3}' "/proc/${CL_PIDS[3]}/mounts")
 [ "$fs" = tmpfs ] || chaos_fail "node 3's data dir is not a tmpfs in its namespace ($fs)"
 chaos_producer "$LEADER" "$records"
 chaos_wait_producer || chaos_fail "producer exit $?: $(cat "$W/produce.json")"
-grep -q "\"acked_total\":$records" "$W/produce.json" || chaos_fail "not all acked: $(cat "$W/produce.json")"
+chaos_all_acked "$records"
 next=$(chaos_next_offset)
 grep -q 'No space left on device' "$W/n3.log" || chaos_fail "node 3 never ran out of space"
 kill -0 "${CL_PIDS[3]}" || chaos_fail "the full follower (node 3) died"
