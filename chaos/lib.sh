@@ -374,6 +374,8 @@ chaos_final_check() {
     "$CHAOS_SHIM_DIR/check-history" "${files[@]}" >"$W/check.out" 2>&1 ||
         chaos_fail "check-history: $(grep -v '^$' "$W/check.out" | head -n 30)"
     chaos_say "checker: $(tail -n 1 "$W/check.out"); verified through offset $next on nodes ${CHAOS_VERIFY_NODES:-1 2 3}; producer restarts: $(chaos_restarts)"
+    [ -s "$W/produce.restarts" ] && sed 's/^/  producer /' "$W/produce.restarts"
+    return 0
 }
 
 # Partitions (inside the scenario's own network namespace): packets from
