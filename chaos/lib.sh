@@ -156,7 +156,9 @@ chaos_cleanup() {
     for p in "$CHAOS_PRODUCER" "$CHAOS_CONSUMER"; do
         [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
     done
+    # the tools the supervising subshells started (SIGKILL does not reach them)
     [ -n "$CHAOS_PRODUCER" ] && [ -f "$W/producer.pid" ] && kill -KILL "$(cat "$W/producer.pid")" 2>/dev/null
+    [ -n "$CHAOS_CONSUMER" ] && [ -f "$W/consumer.pid" ] && kill -KILL "$(cat "$W/consumer.pid")" 2>/dev/null
     cl_stop_all
     iptables -F OUTPUT 2>/dev/null
     if [ "$rc" = 0 ] && [ -z "${CHAOS_KEEP:-}" ]; then
@@ -257,17 +259,17 @@ chaos_producer() {
     echo 0 >"$W/acked.base"
     : >"$W/produce.restarts"
     (
-        trap 'kill -KILL "$child" 2>/dev/null; exit 143' TERM
-        base=0 restarts=0 child=
+        trap 'kill -KILL "$pchild" 2>/dev/null; exit 143' TERM
+        base=0 restarts=0 pchild=
         while :; do
-            ctl produce --config "$W/c$via.yaml" --records $((n - base)) --first-sequence "$base" \
+            "$CL_BIN/vtopctl" produce --config "$W/c$via.yaml" --records $((n - base)) --first-sequence "$base" \
                 --batch "$CHAOS_BATCH" --value-bytes "$CHAOS_RECORD_BYTES" --durability quorum \
                 --reconnect-seconds "$CHAOS_RECONNECT_SECONDS" --acked-file "$W/acked.run" \
                 --history "$W/produce.hist" --json "$@" >"$W/produce.json" 2>"$W/produce.err" &
-            child=$!
-            echo "$child" >"$W/producer.pid"
+            pchild=$!
+            echo "$pchild" >"$W/producer.pid"
             rc=0
-            wait "$child" || rc=$?
+            wait "$pchild" || rc=$?
             base=$((base + $(cat "$W/acked.run" 2>/dev/null || echo 0)))
             echo "$base" >"$W/acked.base"
             echo 0 >"$W/acked.run"
@@ -301,11 +303,36 @@ chaos_all_acked() {
 chaos_restarts() { grep -c . "$W/produce.restarts" 2>/dev/null || echo 0; }
 
 # chaos_consumer VIA: tails the range from earliest through node VIA in the
-# background (CHAOS_CONSUMER), history in $W/consume.hist.
+# background (CHAOS_CONSUMER: a supervising subshell), history in
+# $W/consume.hist. A run that ends with an error (it was seen: "bad
+# FetchResponse: next_offset beyond the high-water mark" during a
+# failover) is restarted from the offset after its last read, up to
+# CHAOS_CONSUMER_RESTARTS times (default 20), each a new session in the
+# history and a line in $W/consume.restarts. SIGTERM ends it (exit 0).
 chaos_consumer() {
-    ctl consume --config "$W/c$1.yaml" --follow --format raw --from earliest \
-        --reconnect-seconds "$CHAOS_RECONNECT_SECONDS" --history "$W/consume.hist" \
-        >/dev/null 2>"$W/consume.err" &
+    local via=$1
+    : >"$W/consume.restarts"
+    (
+        trap 'kill -TERM "$cchild" 2>/dev/null; wait "$cchild"; exit 0' TERM
+        from=earliest restarts=0 cchild=
+        while :; do
+            "$CL_BIN/vtopctl" consume --config "$W/c$via.yaml" --follow --format raw \
+                --from "$from" --reconnect-seconds "$CHAOS_RECONNECT_SECONDS" \
+                --history "$W/consume.hist" >/dev/null 2>"$W/consume.err" &
+            cchild=$!
+            echo "$cchild" >"$W/consumer.pid"
+            rc=0
+            wait "$cchild" || rc=$?
+            [ "$rc" = 0 ] && exit 0
+            restarts=$((restarts + 1))
+            [ "$restarts" -le "${CHAOS_CONSUMER_RESTARTS:-20}" ] || exit "$rc"
+            from=$(awk '$1 == "read" { o = $2 } END { print (o == "" ? "earliest" : o + 1) }' \
+                "$W/consume.hist")
+            echo "restart $restarts from $from after exit $rc: $(grep -v '^consume_done' "$W/consume.err" | tail -n 1)" \
+                >>"$W/consume.restarts"
+            sleep 0.5
+        done
+    ) &
     CHAOS_CONSUMER=$!
 }
 
@@ -375,6 +402,7 @@ chaos_final_check() {
         chaos_fail "check-history: $(grep -v '^$' "$W/check.out" | head -n 30)"
     chaos_say "checker: $(tail -n 1 "$W/check.out"); verified through offset $next on nodes ${CHAOS_VERIFY_NODES:-1 2 3}; producer restarts: $(chaos_restarts)"
     [ -s "$W/produce.restarts" ] && sed 's/^/  producer /' "$W/produce.restarts"
+    [ -s "$W/consume.restarts" ] && sed 's/^/  consumer /' "$W/consume.restarts"
     return 0
 }
 
