@@ -300,7 +300,7 @@ chaos_all_acked() {
 }
 
 # chaos_restarts: how many times the producer was restarted.
-chaos_restarts() { grep -c . "$W/produce.restarts" 2>/dev/null || echo 0; }
+chaos_restarts() { awk 'END { print NR }' "$W/produce.restarts" 2>/dev/null || echo 0; }
 
 # chaos_consumer VIA: tails the range from earliest through node VIA in the
 # background (CHAOS_CONSUMER: a supervising subshell), history in
