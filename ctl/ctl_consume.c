@@ -25,6 +25,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_history.h"
 #include "ctl_progress.h"
 #include "vt_clock.h"
 #include "vtop/vtop.h"
@@ -44,6 +45,7 @@ static const char consume_usage[] =
     "                       [--from earliest|latest|OFFSET] [--follow] [--max N]\n"
     "                       [--format text|json|raw] [--poll-ms MS]\n"
     "                       [--reconnect-seconds S] [--brokers H:P,...]\n"
+    "                       [--history FILE]\n"
     "\n"
     "Reads the range in CLIENT.yaml (or --topic's) from its leader and prints its\n"
     "records, one per line, up to the committed high-water mark (HWM); records at\n"
@@ -73,6 +75,9 @@ static const char consume_usage[] =
     "  --reconnect-seconds S  when the connection is lost, reach the range's leader\n"
     "                         through `addr` or the config's `nodes` and go on from\n"
     "                         the next offset, for up to S seconds (default 0: exit 3)\n"
+    "  --history FILE         append every HWM seen (hwm H) and record read (read\n"
+    "                         OFFSET DIGEST) to FILE, for chaos/check-history\n"
+    "                         (docs/CHAOS.md)\n"
     "\n"
     "Records go to stdout; the closing `consume_done records=N next_offset=O hwm=H`\n"
     "line goes to stderr. Exit: 0 done (caught up, --max, a signal, or stdout\n"
@@ -90,6 +95,7 @@ struct consume_opts {
     enum consume_format format;
     uint64_t poll_ms;
     uint64_t reconnect_s;
+    const char *history; /* --history FILE */
 };
 
 struct consume_run {
@@ -101,6 +107,8 @@ struct consume_run {
     uint64_t hwm;  /* the highest HWM seen */
     uint64_t printed, reconnects;
     struct ctl_progress progress; /* on: stderr is a terminal and stdout is not */
+    struct ctl_history *hist;     /* --history (fd -1: none) */
+    uint64_t hist_hwm;            /* the last HWM written to it */
     char why[1200];
 };
 
@@ -162,6 +170,7 @@ parse_one(int c, struct consume_opts *o)
     case 'j': o->format = FMT_JSON; return 0;
     case 'p': return ctl_opt_u64(u, "--poll-ms", optarg, 1, 30000, &o->poll_ms);
     case 'R': return ctl_opt_u64(u, "--reconnect-seconds", optarg, 0, 86400, &o->reconnect_s);
+    case 'H': o->history = optarg; return 0;
     default: return ctl_range_opt_parse(c, u, &o->range);
     }
 }
@@ -176,6 +185,7 @@ const struct option ctl_consume_options[] = {
     {"json", no_argument, NULL, 'j'},
     {"poll-ms", required_argument, NULL, 'p'},
     {"reconnect-seconds", required_argument, NULL, 'R'},
+    {"history", required_argument, NULL, 'H'},
     CTL_RANGE_OPTIONS,
     CTL_BROKERS_OPTION,
     {"help", no_argument, NULL, 'h'},
@@ -428,12 +438,29 @@ consume_error(struct consume_run *r, int err, const char *msg)
 static int
 check_stdout(struct consume_run *r, bool flush)
 {
+    if (flush)
+        ctl_history_flush(r->hist);
     if ((!flush || fflush(stdout) == 0) && !ferror(stdout))
         return 0;
     if (errno == EPIPE)
         return 1;
     snprintf(r->why, sizeof(r->why), "writing stdout: %s", strerror(errno));
     return consume_fail(r, CTL_EXIT_FAIL);
+}
+
+/* --history: the HWM when it moved, then the record read. */
+static void
+history_read(struct consume_run *r, const struct vtop_record *rec)
+{
+    if (r->hist->fd < 0)
+        return;
+    if (r->hwm != r->hist_hwm) {
+        ctl_history_line(r->hist, "hwm %" PRIu64, r->hwm);
+        r->hist_hwm = r->hwm;
+    }
+    ctl_history_line(r->hist, "read %" PRIu64 " %016" PRIx64, rec->offset,
+                     ctl_history_digest(rec->key, (uint32_t)rec->key_len, rec->value,
+                                        (uint32_t)rec->value_len));
 }
 
 /* Prints records until caught up (or, with --follow, until --max or a
@@ -452,6 +479,7 @@ consume_loop(struct consume_run *r)
         if (rc < 0)
             return consume_error(r, rc, vtop_consumer_error(r->vs));
         if (rc == 1) {
+            history_read(r, &rec);
             print_record(r, rec.offset, &rec);
             r->printed++;
             rc = check_stdout(r, ++unflushed >= CONSUME_FLUSH_RECORDS);
@@ -520,7 +548,9 @@ ctl_consume_main(int argc, char **argv)
         return CTL_EXIT_OK;
     if (rc != 0)
         return rc;
-    struct consume_run r = {.o = &o, .progress = {.on = ctl_progress_wanted(true)}};
+    static struct ctl_history hist; /* its buffer is large for a stack */
+    struct consume_run r = {.o = &o, .progress = {.on = ctl_progress_wanted(true)},
+                            .hist = &hist};
     rc = ctl_client_config_load_range(o.config, &o.range, consume_usage, &r.cfg);
     if (rc != 0)
         return rc;
@@ -528,9 +558,18 @@ ctl_consume_main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    char err[600];
+    if (ctl_history_open(&hist, o.history, "consume", err, sizeof(err)) != 0) {
+        ctl_errorf("consume: %s", err);
+        vt_client_config_free(&r.cfg);
+        return CTL_EXIT_USAGE;
+    }
     rc = consume_connect(&r);
     if (rc == 0)
         rc = consume_loop(&r);
+    ctl_history_close(&hist, rc == CTL_EXIT_OK            ? "done"
+                             : rc == CTL_EXIT_INTERRUPTED ? "interrupted"
+                                                          : "failed");
     vtop_consumer_free(r.vs);
     vtop_client_free(r.vc); /* it owns the config */
     vt_client_config_free(&r.cfg);

@@ -20,6 +20,7 @@
 
 #include "ctl.h"
 #include "ctl_client.h"
+#include "ctl_history.h"
 #include "ctl_input.h"
 #include "vt_client.h"
 #include "vt_client_dial.h"
@@ -48,6 +49,7 @@ static const char produce_usage[] =
     "                       [--acked-file PATH] [--inflight K] [--max-retries R]\n"
     "                       [--reconnect-seconds S] [--topic NAME [--range-index I]]\n"
     "                       [--epoch E] [--brokers H:P,...] [--format text|json] [--json]\n"
+    "                       [--history FILE]\n"
     "\n"
     "Produces records to the range in CLIENT.yaml (or --topic's), and returns once\n"
     "every one is acknowledged (durable as --durability says).\n"
@@ -97,6 +99,9 @@ static const char produce_usage[] =
     "                        refusal exits 1 with the node's error code and message\n"
     CTL_BROKERS_USAGE
     CTL_FORMAT_USAGE
+    "  --history FILE        append every attempt (send SEQ COUNT) and acknowledged\n"
+    "                        record (ack SEQ OFFSET DIGEST) to FILE, for\n"
+    "                        chaos/check-history (docs/CHAOS.md)\n"
     "\n"
     "Prints `produce_done acked_total=N ...`. Exit: 0 done, 1 broker error or a\n"
     "broken acknowledgement, 2 usage or bad config, 3 connection lost\n"
@@ -125,6 +130,7 @@ struct produce_opts {
     uint64_t epoch; /* --epoch: write at this epoch, never Locate */
     bool have_epoch;
     bool json;
+    const char *history; /* --history FILE */
 };
 
 /* One batch sent and not yet acknowledged. */
@@ -159,6 +165,8 @@ struct produce_run {
      * failover or step-down seen from the producer */
     uint64_t last_ack_ms, max_gap_ms, max_gap_at;
     struct vt_content_acks acks; /* offsets acknowledged so far */
+    struct ctl_history *hist;    /* --history (fd -1: none) */
+    uint8_t *hist_value;         /* --records: scratch for one value's digest */
 };
 
 /* ---- options --------------------------------------------------------------- */
@@ -203,6 +211,7 @@ parse_one(int c, struct produce_opts *o)
     case CTL_OPT_JSON:
     case CTL_OPT_FORMAT: return ctl_format_opt(u, c, optarg, &o->json);
     case 'f': o->file = optarg; return 0;
+    case 'H': o->history = optarg; return 0;
     case 'K': o->key = optarg; return 0;
     case 'S':
         if (optarg[0] == '\0')
@@ -230,6 +239,7 @@ const struct option ctl_produce_options[] = {
     {"epoch", required_argument, NULL, 'e'},
     CTL_FORMAT_OPTIONS,
     {"file", required_argument, NULL, 'f'},
+    {"history", required_argument, NULL, 'H'},
     {"key", required_argument, NULL, 'K'},
     {"key-separator", required_argument, NULL, 'S'},
     {"producer-epoch", required_argument, NULL, 'P'},
@@ -393,6 +403,7 @@ send_next(struct produce_run *r)
         return rc;
     s->first = r->next_seq;
     s->count = n;
+    ctl_history_line(r->hist, "send %" PRIu64 " %" PRIu32, s->first, n);
     r->len++;
     r->next_seq += n;
     return 0;
@@ -594,6 +605,33 @@ all_acked(const struct produce_run *r)
     return r->acked_total >= r->o->records;
 }
 
+/* --history: one `ack` line per record of the acknowledged batch, with
+ * the digest of its key and value, then a flush. */
+static void
+history_acks(struct produce_run *r, uint64_t first, uint32_t count, uint64_t base_offset)
+{
+    if (r->hist->fd < 0)
+        return;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t seq = first + i, d;
+        if (r->in != NULL) {
+            const struct ctl_input_rec *rec = ctl_input_get(r->in, seq);
+            VT_ASSERT(rec != NULL);
+            d = ctl_history_digest(rec->data, rec->key_len, rec->data + rec->key_len,
+                                   rec->value_len);
+        } else {
+            uint8_t key[VT_CONTENT_KEY_BYTES];
+            vt_content_key(seq, key);
+            vt_content_value(seq, r->hist_value, (uint32_t)r->o->value_bytes);
+            d = ctl_history_digest(key, sizeof(key), r->hist_value,
+                                   (uint32_t)r->o->value_bytes);
+        }
+        ctl_history_line(r->hist, "ack %" PRIu64 " %" PRIu64 " %016" PRIx64, seq,
+                         base_offset + i, d);
+    }
+    ctl_history_flush(r->hist);
+}
+
 static int
 produce_loop(struct produce_run *r)
 {
@@ -642,6 +680,7 @@ produce_loop(struct produce_run *r)
         slot_pop(r);
         if (vt_content_ack_check(&r->acks, s.first, s.count, &a) != 0)
             return finish_error(r, CTL_EXIT_FAIL, r->acks.why);
+        history_acks(r, s.first, s.count, a.base_offset);
         uint64_t now = vt_clock_mono_ms();
         if (now - r->last_ack_ms > r->max_gap_ms) {
             r->max_gap_ms = now - r->last_ack_ms;
@@ -729,7 +768,9 @@ produce_prepare(struct produce_run *r)
                             PRIu32 " bytes", o->batch, o->value_bytes, r->batch_cap,
                             sess->max_frame);
     r->batch_buf = malloc(r->batch_cap);
-    if (r->batch_buf == NULL ||
+    if (r->hist->fd >= 0)
+        r->hist_value = malloc(o->value_bytes + 1);
+    if (r->batch_buf == NULL || (r->hist->fd >= 0 && r->hist_value == NULL) ||
         vt_content_builder_init(&r->builder, (uint32_t)o->batch, (uint32_t)o->value_bytes) != 0) {
         return prepare_fail(r, CTL_EXIT_FAIL, "out of memory");
     }
@@ -771,16 +812,12 @@ input_open(struct produce_run *r, struct ctl_input *in)
     return 0;
 }
 
-int
-ctl_produce_main(int argc, char **argv)
+static int
+produce_main(const struct produce_opts *op, struct ctl_history *hist)
 {
-    struct produce_opts o;
-    int rc = parse_opts(argc, argv, &o);
-    if (rc == PRODUCE_HELP)
-        return CTL_EXIT_OK;
-    if (rc != 0)
-        return rc;
-    struct produce_run r = {.o = &o};
+    struct produce_opts o = *op;
+    int rc;
+    struct produce_run r = {.o = &o, .hist = hist};
     rc = ctl_client_config_load_range(o.config, &o.range, produce_usage, &r.cfg);
     if (rc != 0) {
         print_result(&r, "produce_failed", o.range.error);
@@ -821,8 +858,31 @@ ctl_produce_main(int argc, char **argv)
         ctl_input_free(r.in);
     vt_content_builder_free(&r.builder);
     free(r.batch_buf);
+    free(r.hist_value);
     free(r.slots);
     vt_client_close(r.client);
     vt_client_config_free(&r.cfg);
+    return rc;
+}
+
+int
+ctl_produce_main(int argc, char **argv)
+{
+    struct produce_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc == PRODUCE_HELP)
+        return CTL_EXIT_OK;
+    if (rc != 0)
+        return rc;
+    static struct ctl_history hist; /* its buffer is large for a stack */
+    char err[600];
+    if (ctl_history_open(&hist, o.history, "produce", err, sizeof(err)) != 0) {
+        ctl_errorf("produce: %s", err);
+        return CTL_EXIT_USAGE;
+    }
+    rc = produce_main(&o, &hist);
+    ctl_history_close(&hist, rc == CTL_EXIT_OK            ? "done"
+                             : rc == CTL_EXIT_INTERRUPTED ? "interrupted"
+                                                          : "failed");
     return rc;
 }

@@ -18,6 +18,13 @@
 #               "{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
 #   CL_LIMITS   optional limits block for every node, e.g.
 #               "{max_segment: 256KiB, max_ranges: 4096}"
+#   CL_HOSTS    optional: the three nodes' listen addresses, e.g.
+#               "127.0.0.11 127.0.0.12 127.0.0.13" (default all 127.0.0.1;
+#               the chaos harness gives each node its own)
+#   cl_node_wrapper  optional function: when defined, cl_start runs
+#               `cl_node_wrapper N vtop-node ARGS...` in the background
+#               instead of vtop-node; it must end by exec'ing its arguments
+#               (so the PID tracked is the node's), e.g. with an environment
 #
 # Ports: a free base port is chosen once (CL_BASE); node N listens on
 #   native CL_BASE+10N, replication CL_BASE+10N+1, observability CL_BASE+10N+2,
@@ -61,10 +68,16 @@ cl_pick_base() {
     return 1
 }
 
-cl_native() { echo "127.0.0.1:$((CL_BASE + 10 * $1))"; }
-cl_obs() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 2))"; }
-cl_meta_peer() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 3))"; }
-cl_meta_admin() { echo "127.0.0.1:$((CL_BASE + 10 * $1 + 4))"; }
+# cl_host N: node N's listen address (CL_HOSTS, default 127.0.0.1).
+cl_host() {
+    local hosts
+    read -r -a hosts <<<"${CL_HOSTS:-}"
+    echo "${hosts[$(($1 - 1))]:-127.0.0.1}"
+}
+cl_native() { echo "$(cl_host "$1"):$((CL_BASE + 10 * $1))"; }
+cl_obs() { echo "$(cl_host "$1"):$((CL_BASE + 10 * $1 + 2))"; }
+cl_meta_peer() { echo "$(cl_host "$1"):$((CL_BASE + 10 * $1 + 3))"; }
+cl_meta_admin() { echo "$(cl_host "$1"):$((CL_BASE + 10 * $1 + 4))"; }
 
 # The meta block of node N (CL_META=1).
 cl_meta_block() {
@@ -108,13 +121,13 @@ cl_setup() {
             echo "authorization: {producers: [$CL_CLIENT], consumers: [$CL_CLIENT], admins: [$CL_CLIENT]}"
             [ -n "${CL_LIMITS:-}" ] && echo "limits: $CL_LIMITS"
             echo "replication:"
-            echo "  listen: 127.0.0.1:$((CL_BASE + 10 * n + 1))"
+            echo "  listen: $(cl_host "$n"):$((CL_BASE + 10 * n + 1))"
             echo "  quorum_timeout: ${CL_QUORUM_TIMEOUT:-2s}"
             if [ "$CL_MANAGED" != 1 ]; then
                 echo "  peers:"
                 for p in 1 2 3; do
                     [ "$p" = "$n" ] && continue
-                    echo "    - {node: $(cl_uuid "$p"), address: 127.0.0.1:$((CL_BASE + 10 * p + 1))}"
+                    echo "    - {node: $(cl_uuid "$p"), address: $(cl_host "$p"):$((CL_BASE + 10 * p + 1))}"
                 done
             fi
             [ "$CL_META" = 1 ] && cl_meta_block "$n"
@@ -198,8 +211,13 @@ cl_wait_leaders() {
 cl_start() {
     local n=$1 i
     : >"$CL_WORK/n$n.out"
-    "$CL_BIN/vtop-node" --config "$CL_WORK/n$n.yaml" >"$CL_WORK/n$n.out" \
-        2>>"$CL_WORK/n$n.log" &
+    if declare -F cl_node_wrapper >/dev/null; then
+        cl_node_wrapper "$n" "$CL_BIN/vtop-node" --config "$CL_WORK/n$n.yaml" \
+            >"$CL_WORK/n$n.out" 2>>"$CL_WORK/n$n.log" &
+    else
+        "$CL_BIN/vtop-node" --config "$CL_WORK/n$n.yaml" >"$CL_WORK/n$n.out" \
+            2>>"$CL_WORK/n$n.log" &
+    fi
     CL_PIDS[n]=$!
     for i in $(seq 1 200); do
         grep -q '^node_ready' "$CL_WORK/n$n.out" 2>/dev/null && return 0

@@ -9,6 +9,7 @@ pkgs=(
     libcmocka-dev libraft-dev libuv1-dev openssl
     clang libclang-rt-14-dev curl procps
     librsvg2-bin libxml2-utils prometheus
+    iptables util-linux shellcheck
 )
 
 missing=()
