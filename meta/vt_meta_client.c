@@ -612,6 +612,25 @@ on_tick(struct vt_core *core, struct vt_timer *t)
     (void)core;
     struct vt_meta_client *cl = t->arg;
     uint64_t now = now_ms(cl);
+    /* A request sent on this connection got no answer in its whole
+     * deadline: the server is cut off or stuck (a partition that drops
+     * packets leaves the TCP connection up). Drop the connection and forget
+     * it as the leader, so the next requests walk to another server
+     * instead of queueing on a dead one for ever. */
+    bool silent = false;
+    for (struct vt_mc_slot *s = cl->inflight.head; s != NULL && !silent; s = s->next)
+        silent = s->deadline_ms <= now;
+    if (silent && cl->conn != NULL) {
+        char why[VT_MC_WHY_BYTES];
+        fmt_into(why, sizeof(why), "%s: no answer within %u ms: trying another server",
+                 cl->cur.addr, cl->request_timeout_ms);
+        VT_WARN_RL(1000, "meta client: %s", why);
+        if (cl->has_preferred && same_target(&cl->cur, &cl->preferred))
+            cl->has_preferred = false;
+        cl->st.silent_drops++;
+        conn_down(cl, true, -ETIMEDOUT, false, why);
+        cl->connect_at_ms = 0;
+    }
     expire(cl, &cl->pending, now);
     expire(cl, &cl->inflight, now);
     pump(cl);

@@ -121,6 +121,7 @@ struct vt_meta_client_stats {
     uint64_t conn_lost;         /* closed after they opened (by the server or the network) */
     uint64_t protocol_errors;   /* connections we closed for a malformed answer */
     uint64_t late_answers;      /* answers to timed-out requests, dropped */
+    uint64_t silent_drops;      /* connections dropped: a request got no answer in its deadline */
     uint32_t outstanding;       /* accepted and not yet completed */
     int32_t endpoint;           /* index of the current target in the endpoints, -1 none /
                                  * a redirect outside the list */

@@ -426,7 +426,14 @@ test_silent_server_times_out(void **state)
     assert_int_equal(atomic_load(&fk.requests), 1);
     struct vt_meta_client_stats st = cl_stats(&a);
     assert_int_equal(st.failures[VT_META_CLIENT_FAIL_TIMEOUT], 1);
-    assert_int_equal(st.endpoint, 0); /* still connected to it */
+    /* a server that answers nothing in a whole deadline is dropped (a
+     * partition that drops packets leaves the TCP connection up): the next
+     * request dials again instead of queueing on it */
+    assert_int_equal(st.silent_drops, 1);
+    assert_int_equal(st.conn_lost, 0);
+    read_lease(&a, &r);
+    expect_err(&r, -ETIMEDOUT, "no answer");
+    assert_true(cl_stats(&a).connects >= 2);
     cl_stop(&a);
     fake_stop(&fk);
 }
@@ -517,6 +524,9 @@ test_server_name_mismatch_is_eacces(void **state)
     fake_stop(&fk);
 }
 
+/* An answer after the deadline finds the connection already dropped (the
+ * server was silent for the whole deadline): it is never taken for the
+ * answer of a later request, and it is no protocol error. */
 static void
 test_late_answer_is_dropped(void **state)
 {
@@ -529,13 +539,11 @@ test_late_answer_is_dropped(void **state)
     struct mc_res r;
     read_lease(&a, &r);
     expect_err(&r, -ETIMEDOUT, "no answer");
-    uint64_t end = vt_clock_mono_ms() + MC_WAIT_MS;
-    while (cl_stats(&a).late_answers == 0 && vt_clock_mono_ms() < end)
-        mc_nap_ms(10);
+    mc_nap_ms(600); /* the late answer has been written meanwhile */
     struct vt_meta_client_stats st = cl_stats(&a);
-    assert_int_equal(st.late_answers, 1);
+    assert_int_equal(st.silent_drops, 1);
     assert_int_equal(st.protocol_errors, 0);
-    assert_int_equal(st.endpoint, 0); /* the connection survived */
+    assert_int_equal(st.succeeded, 0);
     cl_stop(&a);
     fake_stop(&fk);
 }
