@@ -466,6 +466,7 @@ on_data(struct vt_conn *c, const uint8_t *data, size_t len, void *arg)
 {
     (void)c;
     struct vt_meta_client *cl = arg;
+    cl->last_rx_ms = now_ms(cl);
     uint32_t max_frame = VT_FRAME_HEADER_BYTES + cl->max_payload;
     if (max_frame < VT_FRAME_MIN_MAX_BYTES)
         max_frame = VT_FRAME_MIN_MAX_BYTES;
@@ -507,6 +508,7 @@ connect_next(struct vt_meta_client *cl)
         cl->conn = vt_conn_connect(cl->core, cl->ctx, t.host, t.port, t.cn, &cl->pol, &conn_cbs,
                                    cl, err, sizeof(err));
         cl->conn_open = false;
+        cl->last_rx_ms = now_ms(cl);
         if (cl->conn == NULL) {
             char why[VT_MC_WHY_BYTES];
             fmt_into(why, sizeof(why), "%s: connect: %s", t.addr, err);
@@ -620,6 +622,7 @@ on_tick(struct vt_core *core, struct vt_timer *t)
     bool silent = false;
     for (struct vt_mc_slot *s = cl->inflight.head; s != NULL && !silent; s = s->next)
         silent = s->deadline_ms <= now;
+    silent = silent && now - cl->last_rx_ms >= cl->request_timeout_ms; /* heard nothing */
     if (silent && cl->conn != NULL) {
         char why[VT_MC_WHY_BYTES];
         fmt_into(why, sizeof(why), "%s: no answer within %u ms: trying another server",
@@ -628,7 +631,7 @@ on_tick(struct vt_core *core, struct vt_timer *t)
         if (cl->has_preferred && same_target(&cl->cur, &cl->preferred))
             cl->has_preferred = false;
         cl->st.silent_drops++;
-        conn_down(cl, true, -ETIMEDOUT, false, why);
+        conn_down(cl, true, 0, false, why); /* the requests keep their own reasons */
         cl->connect_at_ms = 0;
     }
     expire(cl, &cl->pending, now);

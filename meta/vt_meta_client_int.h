@@ -74,6 +74,7 @@ struct vt_meta_client {
     bool conn_open;
     struct vt_mc_target cur, preferred, redirect;
     bool has_preferred, has_redirect, tried_preferred;
+    uint64_t last_rx_ms; /* the current connection's last data, or its start */
     uint32_t visited; /* endpoints tried in this walk (bit per index) */
     uint32_t cursor;  /* next endpoint to try */
     uint32_t hops;
