@@ -207,6 +207,37 @@ test_node_config_range_metrics(void **state)
     }
 }
 
+/* limits.scrub_rate: default 4 MiB/s per core, a size per second, 0 turns
+ * the scrubber off; out-of-range and non-size values are refused by key. */
+static void
+test_node_config_scrub_rate(void **state)
+{
+    (void)state;
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    char *body = cat3(head, "", "");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.scrub_rate, VT_NODE_SCRUB_RATE_DEFAULT);
+    vt_node_config_free(&cfg);
+    free(body);
+    body = cat3(head, "limits: {scrub_rate: 64MiB}\n", "");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.scrub_rate, 64u << 20);
+    vt_node_config_free(&cfg);
+    free(body);
+    body = cat3(head, "limits: {scrub_rate: 0}\n", "");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.scrub_rate, 0);
+    vt_node_config_free(&cfg);
+    free(body);
+    body = cat3(head, "limits: {scrub_rate: 2TiB}\n", "");
+    expect_error(body, "limits.scrub_rate");
+    free(body);
+    body = cat3(head, "limits: {scrub_rate: fast}\n", "");
+    expect_error(body, "limits.scrub_rate");
+    free(body);
+}
+
 int
 main(void)
 {
@@ -215,6 +246,7 @@ main(void)
         cmocka_unit_test(test_node_config_replica_set_errors),
         cmocka_unit_test(test_node_config_replication_block_errors),
         cmocka_unit_test(test_node_config_range_metrics),
+        cmocka_unit_test(test_node_config_scrub_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
