@@ -31,16 +31,6 @@ vt_segset_probe_space(struct vt_segset *s, struct vt_log_err *err)
     return 0;
 }
 
-void
-vt_segset_scrub_reset(struct vt_segset_scrub *c)
-{
-    if (c->m != NULL) {
-        vt_manifest_free(c->m);
-        free(c->m);
-    }
-    free(c->buf);
-    *c = (struct vt_segset_scrub){0};
-}
 
 /* The oldest sealed segment at or above `base`; NULL when none is left. */
 static struct vt_seg *
@@ -60,6 +50,14 @@ drop_manifest(struct vt_segset_scrub *c)
         free(c->m);
         c->m = NULL;
     }
+}
+
+void
+vt_segset_scrub_reset(struct vt_segset_scrub *c)
+{
+    drop_manifest(c);
+    free(c->buf);
+    *c = (struct vt_segset_scrub){0};
 }
 
 /* The offset of the batch holding byte `pos`, as near as the index says. */
