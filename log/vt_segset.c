@@ -11,6 +11,7 @@
 #include "vt_batch.h"
 #include "vt_clock.h"
 #include "vt_codec.h"
+#include "vt_fdcache.h"
 #include "vt_fsutil.h"
 #include "vt_producers.h"
 
@@ -101,11 +102,53 @@ vt_segset__index_add(struct vt_seg *g, uint32_t stride, uint64_t base, uint32_t 
     return 0;
 }
 
+/* The budget closes a sealed file of this set to make room. */
+static void
+on_fd_evicted(void *owner, uint64_t base, int fd)
+{
+    struct vt_segset *s = owner;
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) { /* segs ascend by base */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->segs[mid].base < base)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    VT_ASSERT(lo < s->n && s->segs[lo].base == base && s->segs[lo].fd == fd);
+    s->segs[lo].fd = -1;
+    s->segs[lo].fd_slot = -1;
+}
+
+void
+vt_segset__cache_fd(struct vt_segset *s, struct vt_seg *g)
+{
+    if (s->cfg.fdcache == NULL || g->fd < 0 || g->fd_slot >= 0 || !g->sealed)
+        return;
+    g->fd_slot = vt_fdcache_add(s->cfg.fdcache, s->ops, g->fd, s, g->base, on_fd_evicted);
+}
+
+void
+vt_segset__drop_seg(struct vt_segset *s, struct vt_seg *g)
+{
+    if (g->fd_slot >= 0)
+        vt_fdcache_release(s->cfg.fdcache, g->fd_slot);
+    else if (g->fd >= 0)
+        (void)s->ops->close(s->ops->ctx, g->fd);
+    g->fd = -1;
+    g->fd_slot = -1;
+    free(g->idx);
+    g->idx = NULL;
+}
+
 int
 vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err *err)
 {
-    if (g->fd >= 0)
+    if (g->fd >= 0) {
+        if (g->fd_slot >= 0)
+            vt_fdcache_touch(s->cfg.fdcache, g->fd_slot);
         return 0;
+    }
     char path[PATH_MAX];
     if (vt_segset__path(s, g->base, g->sealed ? "segment" : "active", path, sizeof(path)))
         return vt_log_err_set(err, -ENAMETOOLONG, s->dir, "path too long");
@@ -113,6 +156,7 @@ vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err 
     if (fd < 0)
         return vt_log_err_set(err, fd, path, "open: %s", strerror(-fd));
     g->fd = fd;
+    vt_segset__cache_fd(s, g);
     return 0;
 }
 
@@ -185,11 +229,8 @@ vt_segset_close(struct vt_segset *s)
 {
     if (s == NULL)
         return;
-    for (uint32_t i = 0; i < s->n; i++) {
-        if (s->segs[i].fd >= 0)
-            (void)s->ops->close(s->ops->ctx, s->segs[i].fd);
-        free(s->segs[i].idx);
-    }
+    for (uint32_t i = 0; i < s->n; i++)
+        vt_segset__drop_seg(s, &s->segs[i]);
     if (s->commit_fd >= 0)
         (void)s->ops->close(s->ops->ctx, s->commit_fd);
     vt_seal_live_free(s->live);
@@ -284,17 +325,32 @@ seg_append_slot(struct vt_segset *s)
     }
     memset(&s->segs[s->n], 0, sizeof(s->segs[0]));
     s->segs[s->n].fd = -1;
+    s->segs[s->n].fd_slot = -1;
     s->segs[s->n].max_ts = INT64_MIN;
     s->n++;
     return 0;
 }
 
-static uint64_t
-prealloc_step(const struct vt_segset *s)
+uint64_t
+vt_segset__prealloc_next(struct vt_segset *s)
 {
-    uint64_t step = s->cfg.prealloc_bytes ? s->cfg.prealloc_bytes : (64ull << 20);
-    uint64_t max = VT_SEG_HEADER_BYTES + s->limits.max_segment_bytes;
-    return step < max ? step : max;
+    uint64_t hi = s->cfg.prealloc_bytes ? s->cfg.prealloc_bytes : (64ull << 20);
+    uint64_t lo = s->cfg.prealloc_min_bytes ? s->cfg.prealloc_min_bytes : (1ull << 20);
+    uint64_t seg = VT_SEG_HEADER_BYTES + s->limits.max_segment_bytes;
+    hi = hi < seg ? hi : seg;
+    lo = lo < hi ? lo : hi;
+    uint64_t now = vt_clock_mono_ns(), step = s->prealloc_step;
+    if (step == 0) {
+        step = lo; /* the first extent of this set */
+    } else if (now - s->prealloc_at_ns < VT_SEGSET_PREALLOC_FAST_NS) {
+        step = step > hi / 2 ? hi : step * 2;
+    } else if (now - s->prealloc_at_ns > VT_SEGSET_PREALLOC_SLOW_NS) {
+        step = step / 2 < lo ? lo : step / 2;
+    }
+    step = step < lo ? lo : step > hi ? hi : step;
+    s->prealloc_step = step;
+    s->prealloc_at_ns = now;
+    return step;
 }
 
 static int
@@ -331,7 +387,7 @@ write_tail_file(struct vt_segset *s, const struct vt_seg_header *h, struct vt_lo
     if (fd < 0)
         return vt_log_err_set(err, fd, tmp, "create: %s", strerror(-fd));
     int rc = (int)vt_file_pwrite_all(o, fd, hdr, sizeof(hdr), 0);
-    s->prealloc_end = prealloc_step(s);
+    s->prealloc_end = vt_segset__prealloc_next(s);
     if (rc >= 0) {
         rc = o->fallocate(o->ctx, fd, 0, s->prealloc_end);
         if (rc == -ENOSPC) { /* a nearly full disk: start with the header alone;

@@ -27,14 +27,29 @@
 
 struct vt_segset;
 struct vt_producers;
+struct vt_fdcache;
 
 struct vt_segset_config {
     struct vt_range_ident range;   /* must match an existing directory */
     struct vt_log_limits limits;   /* applies when a range is created */
     uint8_t node_id[16];           /* creation / sealing node */
     uint64_t fencing_epoch;        /* creation / sealing epoch */
-    uint64_t prealloc_bytes;       /* fallocate step for the tail; 0 = 64 MiB */
+    /* The tail reserves disk ahead of its writes (fallocate) in extents
+     * that follow the range's write rate: a new tail reserves the smallest,
+     * an extent used up within VT_SEGSET_PREALLOC_FAST_NS of the last one
+     * doubles the next (up to the largest), one that lasted longer than
+     * VT_SEGSET_PREALLOC_SLOW_NS halves it. An idle or new range so holds a
+     * small extent and a busy one whole segments. */
+    uint64_t prealloc_bytes;       /* the largest extent; 0 = 64 MiB */
+    uint64_t prealloc_min_bytes;   /* the smallest; 0 = 1 MiB (capped by the largest) */
+    /* The open-file budget sealed segments share with the other sets of the
+     * same I/O thread (vt_fdcache.h); NULL: a sealed segment stays open
+     * from its first use until the set closes. */
+    struct vt_fdcache *fdcache;
 };
+
+#define VT_SEGSET_PREALLOC_FAST_NS 2000000000ull  /* 2 s */
+#define VT_SEGSET_PREALLOC_SLOW_NS 30000000000ull /* 30 s */
 
 /* Why the startup catalog refused a range directory. */
 enum vt_quarantine {

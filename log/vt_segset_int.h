@@ -15,6 +15,7 @@ struct vt_seg {
     uint8_t id[16];
     bool sealed;
     int fd;                /* -1 until opened (sealed segments open lazily) */
+    int fd_slot;           /* a sealed fd's slot in cfg.fdcache; -1: not cached */
     struct vt_index_entry *idx;
     uint32_t n_idx, cap_idx;
     bool idx_loaded;
@@ -42,6 +43,8 @@ struct vt_segset {
     uint64_t sync_ns;            /* time in fdatasync since vt_segset_take_sync_ns */
     int commit_fd;
     uint64_t prealloc_end;
+    uint64_t prealloc_step;      /* the next extent (vt_segset__prealloc_next) */
+    uint64_t prealloc_at_ns;     /* when the tail last reserved an extent */
     bool poisoned;
     /* A roll sealed the tail but ran out of space creating its successor:
      * the last segment is sealed and no tail exists yet. The next append,
@@ -101,13 +104,23 @@ int vt_segset__create_tail(struct vt_segset *s, uint64_t base, struct vt_log_err
 /* Only the files of a fresh tail. */
 int vt_segset__create_tail_files(struct vt_segset *s, uint64_t base, struct vt_seg_header *h,
                                  struct vt_log_err *err);
+/* The size of the extent to reserve now, adapting the step to how fast the
+ * last one was used (vt_segset_config.prealloc_bytes); records the time. */
+uint64_t vt_segset__prealloc_next(struct vt_segset *s);
 /* Appends an in-memory segment slot. -ENOMEM. */
 int vt_segset__add_seg(struct vt_segset *s, uint64_t base, bool sealed);
 /* Rebuilds s->prod: the tail's inherited frontier plus its batches. */
 int vt_segset__rebuild_producers(struct vt_segset *s, struct vt_log_err *err);
 /* Opens and recovers the last slot (an .active) as the tail. */
 int vt_segset__attach_tail(struct vt_segset *s, struct vt_log_err *err);
+/* Makes g->fd usable: opens it if needed (a sealed one enters the set's
+ * fd budget, which may close the least recently used sealed file of any
+ * set on this I/O thread) or marks it used. */
 int vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err *err);
+/* A sealed segment whose fd is open: hands it to the fd budget. */
+void vt_segset__cache_fd(struct vt_segset *s, struct vt_seg *g);
+/* Closes g's fd (through the budget when it is in it) and frees its index. */
+void vt_segset__drop_seg(struct vt_segset *s, struct vt_seg *g);
 /* Deletes every file of the stem at `base`. */
 int vt_segset__remove_stem(struct vt_segset *s, uint64_t base, struct vt_log_err *err);
 int vt_segset__finish_truncate_intent(struct vt_segset *s, struct vt_log_err *err);

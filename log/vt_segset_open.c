@@ -739,11 +739,8 @@ load_segments(struct vt_segset *s, const struct catalog *c, bool *has_active,
 static void
 reset_segments(struct vt_segset *s)
 {
-    for (uint32_t i = 0; i < s->n; i++) {
-        if (s->segs[i].fd >= 0)
-            (void)s->ops->close(s->ops->ctx, s->segs[i].fd);
-        free(s->segs[i].idx);
-    }
+    for (uint32_t i = 0; i < s->n; i++)
+        vt_segset__drop_seg(s, &s->segs[i]);
     s->n = 0;
     if (s->commit_fd >= 0)
         (void)s->ops->close(s->ops->ctx, s->commit_fd);

@@ -108,9 +108,12 @@ vt_segset_append(struct vt_segset *s, const uint8_t *batches, size_t len,
     struct vt_seg *g = vt_segset__tail(s);
     const struct vt_file_ops *o = s->ops;
     if (s->written_end + len > s->prealloc_end) {
-        uint64_t step = s->cfg.prealloc_bytes ? s->cfg.prealloc_bytes : (64ull << 20);
+        uint64_t step = vt_segset__prealloc_next(s);
         uint64_t want = s->written_end + len > s->prealloc_end + step ? s->written_end + len
                                                                       : s->prealloc_end + step;
+        uint64_t seg_max = VT_SEG_HEADER_BYTES + s->limits.max_segment_bytes;
+        if (want > seg_max && seg_max >= s->written_end + len)
+            want = seg_max; /* never past the largest segment */
         rc = o->fallocate(o->ctx, g->fd, s->prealloc_end, want - s->prealloc_end);
         if (rc == -ENOSPC && want > s->written_end + len) { /* only what this write needs */
             want = s->written_end + len;
@@ -281,6 +284,7 @@ vt_segset_roll(struct vt_segset *s, struct vt_log_err *err)
         return vt_segset__poison(s, err, rc, err->path, err->msg);
     g->sealed = true; /* the open fd follows the rename */
     g->end = s->committed_end;
+    vt_segset__cache_fd(s, g); /* now one of the budget's sealed files */
     s->roll_pending = true;
     s->roll_snapshot_done = false;
     return vt_segset__finish_pending_roll(s, err);
@@ -509,11 +513,8 @@ truncate_across(struct vt_segset *s, uint64_t offset, struct vt_log_err *err)
     free(b);
     if (rc != 0)
         return vt_segset__poison(s, err, rc, s->dir, "write truncate intent");
-    for (uint32_t i = k; i < s->n; i++) { /* point of no return passed */
-        if (s->segs[i].fd >= 0)
-            (void)s->ops->close(s->ops->ctx, s->segs[i].fd);
-        free(s->segs[i].idx);
-    }
+    for (uint32_t i = k; i < s->n; i++) /* point of no return passed */
+        vt_segset__drop_seg(s, &s->segs[i]);
     if (s->commit_fd >= 0)
         (void)s->ops->close(s->ops->ctx, s->commit_fd);
     s->commit_fd = -1;
@@ -625,11 +626,8 @@ vt_segset_retain(struct vt_segset *s, uint64_t max_total_bytes, uint64_t max_age
     free(b);
     if (rc != 0)
         return vt_segset__poison(s, err, rc, s->dir, "write retention intent");
-    for (uint32_t i = 0; i < k; i++) {
-        if (s->segs[i].fd >= 0)
-            (void)s->ops->close(s->ops->ctx, s->segs[i].fd);
-        free(s->segs[i].idx);
-    }
+    for (uint32_t i = 0; i < k; i++)
+        vt_segset__drop_seg(s, &s->segs[i]);
     memmove(s->segs, s->segs + k, (s->n - k) * sizeof(*s->segs));
     s->n -= k;
     rc = vt_segset__finish_retention_intent(s, err);

@@ -122,7 +122,7 @@ struct vt_repl_range {
     void (*ready)(void *arg);
     void *ready_arg;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
-    uint32_t qw_head, qw_n;
+    uint32_t qw_head, qw_n, qw_cap;
     struct vt_timer tick;
 };
 
@@ -199,7 +199,7 @@ void vt_repl__link_event(struct vt_repl_range *rr, uint32_t peer, enum vt_repl_l
 /* Follower side: a replica-plane request for this range (range core). */
 void vt_repl__serve(struct vt_core *c, struct vt_rreq *r);
 /* The quorum-waiter ring of a led range, NULL when out of memory. */
-struct vt_repl_qwait *vt_repl__qw_new(void);
+struct vt_repl_qwait *vt_repl__qw_new(uint32_t *cap);
 /* Leader driver of a promotion (vt_repl_range.c): a fresh one at the log's
  * end; every live link is fenced. 0 or -ENOMEM. */
 int vt_repl__lead_start(struct vt_repl_range *rr) VT_MUST_USE;

@@ -21,6 +21,11 @@
 #include "vt_repl_node_int.h"
 #include "vt_repl_proto.h"
 
+/* A led range's quorum waiters: a ring that starts at QW_MIN entries,
+ * doubles while writes wait (up to QW_CAP: beyond it a produce is refused,
+ * Overloaded) and goes back to QW_MIN once none wait, so an idle led range
+ * holds 16 entries, not 65,536. */
+#define QW_MIN 16u
 #define QW_CAP 65536u
 #define TICK_MS 50u
 
@@ -31,9 +36,27 @@ struct vt_repl_qwait {
 };
 
 struct vt_repl_qwait *
-vt_repl__qw_new(void)
+vt_repl__qw_new(uint32_t *cap)
 {
-    return calloc(QW_CAP, sizeof(struct vt_repl_qwait));
+    *cap = QW_MIN;
+    return calloc(QW_MIN, sizeof(struct vt_repl_qwait));
+}
+
+/* Moves the ring into `cap` entries (cap >= qw_n), head at 0. -ENOMEM
+ * leaves it as it was. */
+static int
+qw_resize(struct vt_repl_range *rr, uint32_t cap)
+{
+    struct vt_repl_qwait *q = calloc(cap, sizeof(*q));
+    if (q == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < rr->qw_n; i++)
+        q[i] = rr->qw[(rr->qw_head + i) % rr->qw_cap];
+    free(rr->qw);
+    rr->qw = q;
+    rr->qw_cap = cap;
+    rr->qw_head = 0;
+    return 0;
 }
 
 void
@@ -169,7 +192,7 @@ qw_complete(struct vt_repl_range *rr, uint64_t hwm)
 {
     while (rr->qw_n > 0 && rr->qw[rr->qw_head].end <= hwm) {
         struct vt_repl_waiter *w = rr->qw[rr->qw_head].w;
-        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_head = (rr->qw_head + 1) % rr->qw_cap;
         rr->qw_n--;
         w_ok(rr->core, w, hwm);
         vt_repl__admitted_done(rr);
@@ -181,7 +204,7 @@ qw_fail_all(struct vt_repl_range *rr, uint16_t code, const char *why)
 {
     while (rr->qw_n > 0) {
         struct vt_repl_waiter *w = rr->qw[rr->qw_head].w;
-        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_head = (rr->qw_head + 1) % rr->qw_cap;
         rr->qw_n--;
         w_fail(rr->core, w, code, "%s", why);
         vt_repl__admitted_done(rr);
@@ -216,7 +239,7 @@ on_tick(struct vt_core *core, struct vt_timer *t)
     uint64_t tmo = rr->n->cfg.quorum_timeout_ms;
     while (rr->qw_n > 0 && rr->qw[rr->qw_head].deadline_ns <= now) {
         struct vt_repl_qwait *q = &rr->qw[rr->qw_head];
-        rr->qw_head = (rr->qw_head + 1) % QW_CAP;
+        rr->qw_head = (rr->qw_head + 1) % rr->qw_cap;
         rr->qw_n--;
         vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.quorum_timeouts, 1);
         w_fail(core, q->w, VT_E_OVERLOADED,
@@ -226,6 +249,8 @@ on_tick(struct vt_core *core, struct vt_timer *t)
                (unsigned long long)q->end);
         vt_repl__admitted_done(rr);
     }
+    if (rr->qw_n == 0 && rr->qw_cap > QW_MIN)
+        (void)qw_resize(rr, QW_MIN); /* idle again: give the ring back */
     /* A follower whose fence failed (still recovering, storage trouble)
      * is fenced again while its link is up. */
     bool driving = rr->lead != NULL && (rr->ls.role == VT_REPL_ROLE_LEADER ||
@@ -281,13 +306,13 @@ on_local_durable(struct vt_rlog *l, int rc, uint64_t base, void *arg)
         vt_repl__admitted_done(rr);
         return;
     }
-    if (rr->qw_n == QW_CAP) {
+    if (rr->qw_n == rr->qw_cap && (rr->qw_cap == QW_CAP || qw_resize(rr, rr->qw_cap * 2) != 0)) {
         w_fail(rr->core, w, VT_E_OVERLOADED, "too many writes awaiting the quorum");
         vt_repl__admitted_done(rr);
         return;
     }
     uint64_t tmo = rr->n->cfg.quorum_timeout_ms;
-    rr->qw[(rr->qw_head + rr->qw_n) % QW_CAP] = (struct vt_repl_qwait){
+    rr->qw[(rr->qw_head + rr->qw_n) % rr->qw_cap] = (struct vt_repl_qwait){
         .end = end, .deadline_ns = vt_clock_mono_ns() + tmo * 1000000ull, .w = w};
     rr->qw_n++;
 }
@@ -650,7 +675,7 @@ vt_repl__lead_start(struct vt_repl_range *rr)
     VT_REPL_OWNED(rr);
     VT_ASSERT(rr->lead == NULL && rr->log != NULL);
     const struct vt_repl_node_config *nc = &rr->n->cfg;
-    if (rr->qw == NULL && (rr->qw = vt_repl__qw_new()) == NULL)
+    if (rr->qw == NULL && (rr->qw = vt_repl__qw_new(&rr->qw_cap)) == NULL)
         return -ENOMEM;
     VT_ASSERT(rr->cfg.n_followers >= 1 || rr->cfg.leases); /* RF 1 only when led by lease */
     struct vt_repl_leader_config lc = {
