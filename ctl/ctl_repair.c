@@ -9,11 +9,14 @@
  * leader's sealed position; 1: a gap remains (printed with its cause) or the
  * transfer failed; 2: refused (fenced, not allowed, bad directory) or usage. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +96,9 @@ struct repair {
     struct vt_xfer_recv_stats st;
     char err[1024];
     bool refused;
+    /* the listed segment whose fetch the leader refused (lost_at < n) */
+    uint32_t lost_at;
+    struct vt_xfer_sealed lost;
 };
 
 static int
@@ -355,6 +361,8 @@ transfer(struct repair *r, uint64_t *end)
         struct vt_log_err le = {0};
         int rc = vt_xfer_recv_segment(&vt_file_posix, r->into, &r->e[i], &src, &r->st, &le);
         if (rc != 0) {
+            r->lost_at = i;
+            r->lost = r->e[i];
             snprintf(r->err, sizeof(r->err), "segment at %" PRIu64 ": %s", r->e[i].base, le.msg);
             if (rc == -EEXIST)
                 r->refused = true;
@@ -395,13 +403,30 @@ report(struct repair *r, uint64_t end, uint64_t target, const char *cause, uint6
         printf("gap: [%" PRIu64 ", %" PRIu64 ") remains: %s\n", end, target, cause);
 }
 
+/* After a failed fetch of r->lost: the leader's listing no longer holds it
+ * (the caller re-listed)? Then retention (or a truncation) reclaimed it
+ * between the listing and the fetch. */
+static bool
+lost_reclaimed(const struct repair *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        if (memcmp(r->e[i].id, r->lost.id, 16) == 0)
+            return false;
+    return true;
+}
+
 /* Why the adopted end stops short of `target`. */
 static const char *
 gap_cause(const struct repair *r, uint64_t end, uint64_t target, char *buf, size_t cap)
 {
     if (end >= target)
         return NULL;
-    if (r->seal && r->sealed_end < r->sealed_promised)
+    if (r->lost_at < UINT32_MAX)
+        snprintf(buf, cap, "segment [%" PRIu64 ", %" PRIu64 ") was reclaimed by retention on "
+                 "the leader after the listing (its log now starts at %" PRIu64 "; the leader "
+                 "said: %.300s)",
+                 r->lost.base, r->lost.next, r->start, r->err);
+    else if (r->seal && r->sealed_end < r->sealed_promised)
         snprintf(buf, cap, "the listing ends at %" PRIu64 " below the %" PRIu64 " SealTail "
                  "promised (retention or a truncation on the leader raced the listing)",
                  r->sealed_end, r->sealed_promised);
@@ -410,6 +435,62 @@ gap_cause(const struct repair *r, uint64_t end, uint64_t target, char *buf, size
                  "replication copies it once the node runs (or repair with --seal-tail)",
                  end, target);
     return buf;
+}
+
+/* Which process holds a flock on `dir`: from /proc/locks (0 if unknown). */
+static long
+lock_holder(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return 0;
+    FILE *f = fopen("/proc/locks", "r");
+    if (f == NULL)
+        return 0;
+    char line[256], want[64];
+    snprintf(want, sizeof(want), ":%llu ", (unsigned long long)st.st_ino);
+    long pid = 0;
+    while (pid == 0 && fgets(line, sizeof(line), f) != NULL) {
+        long p = 0;
+        if (strstr(line, "FLOCK") != NULL && strstr(line, want) != NULL &&
+            sscanf(line, "%*s %*s %*s %*s %ld", &p) == 1)
+            pid = p;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* One repair per directory: an exclusive flock on --into, held until exit
+ * (the kernel drops it when the process dies, so a SIGKILLed repair never
+ * blocks the next). Returns the fd, or -1 after printing why (exit 2). */
+static int
+lock_into(const char *dir)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        ctl_errorf("node repair: %s: mkdir: %s", dir, strerror(errno));
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        ctl_errorf("node repair: %s: open: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    int e = errno;
+    if (e == EWOULDBLOCK) {
+        long pid = lock_holder(fd);
+        if (pid > 0)
+            ctl_errorf("node repair: %s: another repair holds this directory (flock held by "
+                       "pid %ld); wait for it or stop it, then run again", dir, pid);
+        else
+            ctl_errorf("node repair: %s: another repair holds this directory (flock); wait "
+                       "for it or stop it, then run again", dir);
+    } else {
+        ctl_errorf("node repair: %s: flock: %s", dir, strerror(e));
+    }
+    close(fd);
+    return -1;
 }
 
 static int
@@ -426,6 +507,8 @@ run(struct repair *r)
         return refusal_or_fail(r, "EpochHistory");
     struct vt_log_err le = {0};
     bool resumed = false;
+    if (lock_into(r->into) < 0) /* held until the process exits */
+        return CTL_EXIT_USAGE;
     if (vt_xfer_recv_begin(&vt_file_posix, r->into, &resumed, &le) != 0) {
         ctl_errorf("node repair: %s: %s", le.path, le.msg);
         return CTL_EXIT_USAGE;
@@ -436,26 +519,48 @@ run(struct repair *r)
     if (resumed && !r->json)
         printf("resuming the repair of %s\n", r->into);
     uint64_t end = 0;
+    r->lost_at = UINT32_MAX;
     int rc = transfer(r, &end);
     ctl_progress_show(&r->prog, true, "repair: %.1f MiB, %u/%u segments",
                       (double)r->done_bytes / 1048576.0, r->seg_done, r->n);
-    if (rc != 0)
+    if (rc != 0 && (rc == -EEXIST || r->lost_at == UINT32_MAX))
         return refusal_or_fail(r, "transfer (run the same command again to resume)");
     uint64_t target = r->seal ? r->sealed_promised : r->sealed_end;
     uint64_t promised_listing = r->sealed_end, start = r->start, committed = r->committed;
     uint32_t listed = r->n;
-    if (list_all(r) != 0) /* the leader still holds the epoch (it answers the fenced listing) */
+    char fetch_err[sizeof(r->err)];
+    memcpy(fetch_err, r->err, sizeof(fetch_err));
+    bool fetch_refused = r->refused;
+    r->refused = false;
+    /* the leader still holds the epoch (it answers the fenced listing) */
+    int lrc = list_all(r);
+    if (rc != 0) { /* a fetch failed: a gap with a cause only if the segment is gone */
+        bool gone = lrc == 0 && lost_reclaimed(r);
+        if (!gone) {
+            memcpy(r->err, fetch_err, sizeof(r->err));
+            r->refused = fetch_refused;
+            return refusal_or_fail(r, "transfer (run the same command again to resume)");
+        }
+        memcpy(r->err, fetch_err, sizeof(r->err)); /* r->start: the leader's new start */
+    } else if (lrc != 0) {
         return refusal_or_fail(r, "ListSealed after the transfer (nothing adopted is undone; "
                                "the directory stays marked)");
+    } else {
+        r->start = start;
+    }
     r->sealed_end = promised_listing; /* what was adopted is reported, not the new listing */
-    r->start = start;
     r->committed = committed;
     r->n = listed;
+    char why[768];
     if (vt_xfer_recv_finish(&vt_file_posix, r->into, r->hist, r->n_hist, end, &le) != 0) {
         ctl_errorf("node repair: %s: %s", le.path, le.msg);
+        const char *lost = r->lost_at != UINT32_MAX ? gap_cause(r, end, target, why,
+                                                                sizeof(why)) : NULL;
+        if (lost != NULL)
+            ctl_errorf("node repair: gap: [%" PRIu64 ", %" PRIu64 ") remains: %s", end, target,
+                       lost);
         return CTL_EXIT_FAIL;
     }
-    char why[256];
     const char *cause = gap_cause(r, end, target, why, sizeof(why));
     report(r, end, target, cause, vt_clock_mono_ms() - r->t0_ms);
     return cause == NULL ? CTL_EXIT_OK : CTL_EXIT_FAIL;

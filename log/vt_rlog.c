@@ -128,6 +128,8 @@ open_job(const struct vt_file_ops *ops, void *arg)
         rc = vt_epoch_history_clamp(l->hist, vt_segset_next_offset(l->set), err);
     if (rc == 0)
         rc = vt_held_epoch_load(ops, l->cfg.dir, &l->job_held, err);
+    if (rc == 0)
+        vt_rlog__floor_load(ops, l);
     if (rc == 0 && l->job_held > l->cfg.set.fencing_epoch)
         vt_segset_set_fencing_epoch(l->set, l->job_held);
     if (rc == 0 && vt_rlog__hist_refresh(l) != 0)
@@ -279,6 +281,7 @@ free_rlog(struct vt_rlog *l)
         vt_timer_cancel(l->core, &l->kick_retry);
     if (l->probe_armed)
         vt_timer_cancel(l->core, &l->probe_tick);
+    vt_rlog__floor_free(l);
     vt_segset_scrub_reset(&l->scrub);
     vt_producers_free(l->prod);
     vt_producers_free(l->job_prod);
@@ -330,6 +333,7 @@ on_open_done(struct vt_rlog *l)
     l->committed = vt_segset_committed(l->set);
     l->start = vt_segset_start_offset(l->set);
     l->held = l->job_held;
+    vt_rlog__floor_opened(l);
     if (l->job_damage_new) /* before `ready`: reported when the range is ready */
         vt_rlog__note_damage(l, &l->job_damage, l->job_damaged);
     l->ready = true;
@@ -445,6 +449,9 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     case VT_RLOG__JOB_SCRUB:
         vt_rlog__scrub_done(l);
         break;
+    case VT_RLOG__JOB_FLOOR:
+        vt_rlog__floor_done(l);
+        break;
     }
     vt_rlog__kick(l);
 }
@@ -529,6 +536,13 @@ vt_rlog__kick(struct vt_rlog *l)
         !l->scrub_submitted) {
         if (vt_rlog__scrub_submit(l) != 0)
             kick_later(l);
+        return;
+    }
+    if (vt_rlog__floor_due(l)) {
+        if (vt_rlog__floor_submit(l) != 0)
+            kick_later(l);
+        else if (!l->job_busy) /* nothing to store after all */
+            vt_rlog__kick(l);
         return;
     }
     if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE &&

@@ -95,6 +95,9 @@ struct vt_rlog_stats {
      * truncation): how many, and their bytes (headers and batches) */
     uint32_t segments;
     uint64_t segment_bytes;
+    /* committed floor: stores done and failed, damaged files met at open
+     * (treated as floor 0), and the floor adopted at open */
+    uint64_t floor_stores, floor_store_errors, floor_damaged, floor_at_open;
 };
 
 typedef void vt_rlog_open_cb(struct vt_rlog *l, int rc, const struct vt_log_err *err,
@@ -212,7 +215,8 @@ int vt_rlog_adopt_epoch(struct vt_rlog *l, uint64_t epoch, vt_rlog_epoch_cb *cb,
  * the tail, a sealed segment's base (sealed segments are immutable).
  * Appends admitted before the call are committed first; waiters ending above
  * `offset` are never acknowledged: they fail with -ECANCELED when the cut is
- * done. Returns 0 (cb will run) or synchronously: -EPERM (offset < floor: the
+ * done. Returns 0 (cb will run) or synchronously: -EPERM (offset < floor or
+ * below the stored committed floor, which is reported as damage: the
  * caller's committed HWM is never cut), -EINVAL (offset above next_offset or
  * below the start offset), -EBUSY, -EAGAIN, -EIO, -ECANCELED as above.
  * cb's rc: 0; -EINVAL (not a batch start, inside a sealed segment, or
@@ -269,6 +273,20 @@ typedef void vt_rlog_scrub_cb(struct vt_rlog *l, int rc, uint64_t bytes, bool pa
 int vt_rlog_scrub_step(struct vt_rlog *l, vt_rlog_scrub_cb *cb, void *arg) VT_MUST_USE;
 const struct vt_producers *vt_rlog_producers(const struct vt_rlog *l);
 void vt_rlog_stats(const struct vt_rlog *l, struct vt_rlog_stats *out);
+
+/* ---- committed floor (SPEC §2 `committed-floor`, file in vt_floor.h) ----
+ * A replica remembers the highest HWM it learned so that after a restart
+ * it serves reads up to it before the leader speaks. Stores are lazy, off
+ * the commit path: at most one per VT_RLOG_FLOOR_INTERVAL_MS as a job of
+ * their own on the I/O thread, plus one at close. */
+#define VT_RLOG_FLOOR_INTERVAL_MS 200u
+
+/* The floor: loaded at open (clamped to the log's durable end; 0 if the file
+ * was absent or damaged), then raised by the stores that completed. Core only. */
+uint64_t vt_rlog_floor(const struct vt_rlog *l);
+/* Notes a learned HWM (core, no I/O, never blocks). The stored value is
+ * min(hwm, durable end) at store time, so never above this log's end. */
+void vt_rlog_floor_note(struct vt_rlog *l, uint64_t hwm);
 
 /* Waits for in-flight work, fails queued appends with -ECANCELED, ends a
  * queued (not yet running) control operation with -ECANCELED (its callback

@@ -367,6 +367,12 @@ vt_rlog_truncate(struct vt_rlog *l, uint64_t offset, uint64_t floor, vt_rlog_tru
         return rc;
     if (offset < floor)
         return -EPERM;
+    if (offset < l->floor_stored) { /* committed cluster-wide: a cut there is damage */
+        VT_ERROR("range log %s: refusing to truncate to %llu below the committed floor %llu "
+                 "(committed data would be cut)",
+                 l->cfg.dir, (unsigned long long)offset, (unsigned long long)l->floor_stored);
+        return -EPERM;
+    }
     if (offset > l->next || offset < l->start)
         return -EINVAL;
     if (l->ctl.kind != VT_RLOG__CTL_NONE)

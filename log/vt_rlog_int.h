@@ -44,7 +44,7 @@ struct vt_rlog__batch_buf {
 
 enum vt_rlog__job { VT_RLOG__JOB_OPEN = 1, VT_RLOG__JOB_COMMIT, VT_RLOG__JOB_CLOSE,
                     VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL, VT_RLOG__JOB_RETAIN,
-                    VT_RLOG__JOB_PROBE, VT_RLOG__JOB_SCRUB };
+                    VT_RLOG__JOB_PROBE, VT_RLOG__JOB_SCRUB, VT_RLOG__JOB_FLOOR };
 
 /* A queued retention (vt_rlog_retain): runs as its own job once the slot is
  * free and no group is pending; appends are never refused for it. The core
@@ -128,6 +128,12 @@ struct vt_rlog {
     void *scrub_arg;
     bool scrub_submitted;
     struct vt_segset_scrub scrub;
+    /* committed floor (vt_rlog_floor.c): durable value, the newest noted,
+     * the lazy-store timer; the open job's load result */
+    uint64_t floor_stored, floor_want, job_floor;
+    struct vt_timer floor_tick;
+    bool floor_armed, floor_queued, job_floor_bad;
+    char job_floor_why[300];
     bool job_damage_new;         /* read or scrub job: damage found */
     struct vt_segset_damage job_damage;
     uint32_t job_damaged;        /* segments quarantined after the job */
@@ -147,6 +153,20 @@ int vt_rlog__retain_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__retain_done(struct vt_rlog *l);
 /* Ends a queued, unsubmitted retention with rc (closing, poisoned). */
 void vt_rlog__retain_abort(struct vt_rlog *l, int rc);
+
+/* ---- vt_rlog_floor.c ------------------------------------------------- */
+
+/* Open job, I/O thread: loads the floor into job_floor, clamped to the log's
+ * end; a damaged or unreadable file leaves 0 and job_floor_bad set. */
+void vt_rlog__floor_load(const struct vt_file_ops *ops, struct vt_rlog *l);
+/* On the core once open succeeded: adopts job_floor, reports damage. */
+void vt_rlog__floor_opened(struct vt_rlog *l);
+/* From vt_rlog__kick: whether a floor store is due (timer fired, or the
+ * log is closing with an unstored floor). */
+bool vt_rlog__floor_due(const struct vt_rlog *l);
+int vt_rlog__floor_submit(struct vt_rlog *l) VT_MUST_USE;
+void vt_rlog__floor_done(struct vt_rlog *l);
+void vt_rlog__floor_free(struct vt_rlog *l);
 
 /* ---- vt_rlog.c --------------------------------------------------------- */
 

@@ -115,7 +115,7 @@ classify(void *arg, const char *name)
         return c->temps[c->ntemps++] ? 0 : -ENOMEM;
     }
     if (!strcmp(name, "fencing-epochs") || !strcmp(name, "fencing-held") ||
-        !strcmp(name, "producer-epochs"))
+        !strcmp(name, "producer-epochs") || !strcmp(name, "committed-floor"))
         return 0;
     if (!strcmp(name, "range.truncate-intent")) {
         c->truncate_intent = true;

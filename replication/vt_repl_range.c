@@ -123,7 +123,10 @@ vt_repl_range_retain_floor(const struct vt_repl_range *rr)
 void
 vt_repl__publish_hwm(struct vt_repl_range *rr)
 {
-    atomic_store_explicit(&rr->cfg.pub->hwm, vt_repl_range_hwm(rr), memory_order_relaxed);
+    uint64_t h = vt_repl_range_hwm(rr);
+    atomic_store_explicit(&rr->cfg.pub->hwm, h, memory_order_relaxed);
+    if (rr->log != NULL && !rr->stopped) /* persisted lazily, off the commit path */
+        vt_rlog_floor_note(rr->log, h);
     if (rr->cfg.hwm_moved != NULL)
         rr->cfg.hwm_moved(rr->cfg.hwm_arg);
 }
@@ -726,6 +729,11 @@ vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_r
     VT_ASSERT(rr->cfg.replicated && rr->log == NULL && log != NULL && ready != NULL);
     rr->core = core;
     rr->log = log;
+    /* the committed floor this replica persisted: committed cluster-wide,
+     * so reads up to it are served before the leader speaks (SPEC §2) */
+    uint64_t floor = vt_rlog_floor(log);
+    if (floor > rr->hwm_raw)
+        rr->hwm_raw = floor;
     rr->ready = ready;
     rr->ready_arg = arg;
     vt_timer_init(&rr->tick, on_tick, rr);
@@ -734,6 +742,8 @@ vt_repl_range_opened(struct vt_repl_range *rr, struct vt_core *core, struct vt_r
     rr->epoch = held;
     atomic_store(&rr->cfg.pub->epoch, held);
     vt_repl__lead_open(rr);
+    if (rr->log != NULL && !rr->stopped && floor > 0)
+        vt_repl__publish_hwm(rr);
 }
 
 void
