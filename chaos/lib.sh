@@ -160,6 +160,7 @@ chaos_cleanup() {
     [ -n "$CHAOS_PRODUCER" ] && [ -f "$W/producer.pid" ] && kill -KILL "$(cat "$W/producer.pid")" 2>/dev/null
     [ -n "$CHAOS_CONSUMER" ] && [ -f "$W/consumer.pid" ] && kill -KILL "$(cat "$W/consumer.pid")" 2>/dev/null
     cl_stop_all
+    for n in 4 5; do [ -n "${CL_PIDS[n]:-}" ] && cl_kill "$n" KILL; done
     iptables -F OUTPUT 2>/dev/null
     if [ "$rc" = 0 ] && [ -z "${CHAOS_KEEP:-}" ]; then
         rm -rf "$W"
@@ -425,4 +426,64 @@ chaos_pause() {
 }
 chaos_resume() {
     kill -CONT "${CL_PIDS[$1]}"
+}
+
+# Extra metadata servers (scenarios 01-03): node N (4 or 5) runs the meta
+# role only, on its own $CHAOS_NET_PREFIX address and ports (CL_BASE+10N..),
+# with certificate CN N. chaos_meta_server N writes $W/nN.yaml and starts it
+# (empty: it joins when the leader adds it); it is stopped by chaos_cleanup.
+chaos_meta_server() {
+    local n=$1 p certs=$W/certs
+    CL_HOSTS=
+    for p in 1 2 3 4 5; do CL_HOSTS="$CL_HOSTS $(chaos_host "$p")"; done
+    "$CHAOS_TOP/scripts/gen-certs.sh" "$certs" --node-cns "$n" >/dev/null ||
+        { echo "gen-certs for meta server $n failed" >&2; return 1; }
+    {
+        echo "node_id: $n"
+        echo "cluster_id: $CL_CLUSTER"
+        echo "data_dir: $W/n$n"
+        echo "runtime: {cores: 1, pin: false}"
+        echo "observability: {listen: $(cl_obs "$n")}"
+        echo "status_interval: 0s"
+        cl_meta_block "$n"
+        echo "    - {id: $n, address: $(cl_meta_peer "$n"), admin_address: $(cl_meta_admin "$n")}"
+    } >"$W/n$n.yaml"
+    cl_start "$n"
+}
+
+# chaos_meta_status N [FIELD]: server N's own view (vtopctl meta status
+# --json through its admin listener); with FIELD, only that number.
+chaos_meta_status() {
+    local j
+    j=$(ctl meta status --config "$W/admin.yaml" --endpoint "$(cl_meta_admin "$1")" --json 2>/dev/null) ||
+        return 1
+    if [ -n "${2:-}" ]; then
+        sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$j"
+    else
+        echo "$j"
+    fi
+}
+
+# chaos_meta_voters N: server N's voter ids, sorted, comma-separated.
+chaos_meta_voters() {
+    chaos_meta_status "$1" | grep -o '{"id":[0-9]*,"role":"voter"' |
+        sed 's/[^0-9]//g' | sort -n | paste -sd, -
+}
+
+# chaos_meta_caught_up N: server N has applied everything the leader had
+# committed when asked (within the election timeout).
+chaos_meta_caught_up() {
+    local i c a lead
+    lead=$(chaos_meta_status 1 leader_id)
+    [ -n "$lead" ] && [ "$lead" != 0 ] || lead=$(chaos_meta_status 2 leader_id)
+    c=$(chaos_meta_status "$lead" commit_index)
+    [ -n "$c" ] || { echo "no commit index from the metadata leader ($lead)" >&2; return 1; }
+    for i in $(seq 1 $((CHAOS_ELECTION_TIMEOUT_SECONDS * 10))); do
+        a=$(chaos_meta_status "$1" fsm_applied)
+        [ -n "$a" ] && [ "$a" -ge "$c" ] && return 0
+        sleep 0.1
+        : "$i"
+    done
+    echo "meta server $1 applied ${a:-?} < leader $lead's commit $c" >&2
+    return 1
 }
