@@ -448,6 +448,10 @@ chaos_meta_server() {
         cl_meta_block "$n"
         echo "    - {id: $n, address: $(cl_meta_peer "$n"), admin_address: $(cl_meta_admin "$n")}"
     } >"$W/n$n.yaml"
+    # the admin config lists it too: a follower's NotLeader names the
+    # leader's admin listener only for servers in its own meta.peers, so
+    # once server N leads, clients must know its address themselves
+    sed -i "s|^endpoints: \[\(.*\)\]|endpoints: [\1, $(cl_meta_admin "$n")]|" "$W/admin.yaml"
     cl_start "$n"
 }
 
@@ -486,4 +490,16 @@ chaos_meta_caught_up() {
     done
     echo "meta server $1 applied ${a:-?} < leader $lead's commit $c" >&2
     return 1
+}
+
+# chaos_meta_join N: starts metadata-only server N, adds it as a learner,
+# waits until it applied the leader's commit index, promotes it.
+chaos_meta_join() {
+    local n=$1
+    chaos_meta_server "$n" || { echo "meta server $n did not start" >&2; return 1; }
+    ctl meta add-learner --config "$W/admin.yaml" --id "$n" --address "$(cl_meta_peer "$n")" \
+        >"$W/add-$n.out" 2>&1 || { echo "add-learner $n: $(cat "$W/add-$n.out")" >&2; return 1; }
+    chaos_meta_caught_up "$n" || return 1
+    ctl meta promote --config "$W/admin.yaml" --id "$n" >"$W/promote-$n.out" 2>&1 ||
+        { echo "promote $n: $(cat "$W/promote-$n.out")" >&2; return 1; }
 }
