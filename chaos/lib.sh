@@ -112,7 +112,8 @@ chaos_begin() {
     W=$(cd "$W" && pwd -P)
     CL_TOP=$CHAOS_TOP CL_BIN=$CHAOS_BIN CL_WORK=$W CL_CORES=1 CL_MANAGED=1
     CL_LEASE=$CHAOS_LEASE CL_BASE=$CHAOS_PORT_BASE
-    CL_HOSTS="$(chaos_host 1) $(chaos_host 2) $(chaos_host 3)"
+    # 4 and 5: the metadata-only servers of scenarios 01-03
+    CL_HOSTS="$(chaos_host 1) $(chaos_host 2) $(chaos_host 3) $(chaos_host 4) $(chaos_host 5)"
     # shellcheck source-path=SCRIPTDIR source=../scripts/cluster-lib.sh
     . "$CHAOS_TOP/scripts/cluster-lib.sh"
     trap chaos_cleanup EXIT
@@ -430,12 +431,14 @@ chaos_resume() {
 
 # Extra metadata servers (scenarios 01-03): node N (4 or 5) runs the meta
 # role only, on its own $CHAOS_NET_PREFIX address and ports (CL_BASE+10N..),
-# with certificate CN N. chaos_meta_server N writes $W/nN.yaml and starts it
+# with certificate CN N. A scenario using them exports CL_META_PEERS="1 2 3
+# 4 5" before chaos_up: every node's meta.peers then names their admin
+# addresses (without it a follower's NotLeader cannot name a leader added
+# by add-learner and the data nodes' metadata clients never reach it:
+# docs/CHAOS.md, Findings). chaos_meta_server N writes $W/nN.yaml and starts it
 # (empty: it joins when the leader adds it); it is stopped by chaos_cleanup.
 chaos_meta_server() {
     local n=$1 p certs=$W/certs
-    CL_HOSTS=
-    for p in 1 2 3 4 5; do CL_HOSTS="$CL_HOSTS $(chaos_host "$p")"; done
     "$CHAOS_TOP/scripts/gen-certs.sh" "$certs" --node-cns "$n" >/dev/null ||
         { echo "gen-certs for meta server $n failed" >&2; return 1; }
     {
@@ -446,7 +449,10 @@ chaos_meta_server() {
         echo "observability: {listen: $(cl_obs "$n")}"
         echo "status_interval: 0s"
         cl_meta_block "$n"
-        echo "    - {id: $n, address: $(cl_meta_peer "$n"), admin_address: $(cl_meta_admin "$n")}"
+        case " ${CL_META_PEERS:-1 2 3} " in
+        *" $n "*) ;;
+        *) echo "    - {id: $n, address: $(cl_meta_peer "$n"), admin_address: $(cl_meta_admin "$n")}" ;;
+        esac
     } >"$W/n$n.yaml"
     # the admin config lists it too: a follower's NotLeader names the
     # leader's admin listener only for servers in its own meta.peers, so
@@ -477,9 +483,16 @@ chaos_meta_voters() {
 # chaos_meta_caught_up N: server N has applied everything the leader had
 # committed when asked (within the election timeout).
 chaos_meta_caught_up() {
-    local i c a lead
-    lead=$(chaos_meta_status 1 leader_id)
-    [ -n "$lead" ] && [ "$lead" != 0 ] || lead=$(chaos_meta_status 2 leader_id)
+    local i c a lead='' p
+    for i in $(seq 1 $((CHAOS_ELECTION_TIMEOUT_SECONDS * 10))); do
+        for p in 1 2 3 4 5; do # the leader another running server knows
+            [ "$p" = "$1" ] || [ -z "${CL_PIDS[p]:-}" ] && continue
+            lead=$(chaos_meta_status "$p" leader_id)
+            [ -n "$lead" ] && [ "$lead" != 0 ] && break
+        done
+        [ -n "$lead" ] && [ "$lead" != 0 ] && break
+        sleep 0.1
+    done
     c=$(chaos_meta_status "$lead" commit_index)
     [ -n "$c" ] || { echo "no commit index from the metadata leader ($lead)" >&2; return 1; }
     for i in $(seq 1 $((CHAOS_ELECTION_TIMEOUT_SECONDS * 10))); do

@@ -14,6 +14,10 @@
 #   CL_MANAGED  1 (implies CL_META=1): no ranges in the node configs; the nodes
 #               register themselves, metadata places topics on them and the
 #               lease agents elect leaders (create topics with vtopctl)
+#   CL_META_PEERS  optional: the meta ids every meta block lists as peers
+#               (default "1 2 3"); "1 2 3 4 5" also lists servers 4 and 5 a
+#               test adds later (add-learner), so followers can name their
+#               admin address and the data nodes' metadata clients reach them
 #   CL_LEASE    optional lease block for managed nodes, e.g.
 #               "{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
 #   CL_LIMITS   optional limits block for every node, e.g.
@@ -89,7 +93,7 @@ cl_meta_block() {
     echo "  operators: [$CL_CLIENT]"
     echo "  tls: {ca: $certs/ca.pem, cert: $certs/$n.pem, key: $certs/$n.key}"
     echo "  peers:"
-    for p in 1 2 3; do
+    for p in ${CL_META_PEERS:-1 2 3}; do
         echo "    - {id: $p, address: $(cl_meta_peer "$p"), admin_address: $(cl_meta_admin "$p")}"
     done
 }

@@ -12,6 +12,7 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 chaos_begin 01-voters-grow "$@"
+export CL_META_PEERS="1 2 3 4 5" # servers 4 and 5 join later (lib.sh)
 records=${CHAOS_GROW_RECORDS:-100000}
 proposals=64
 

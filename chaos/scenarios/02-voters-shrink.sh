@@ -11,6 +11,7 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 chaos_begin 02-voters-shrink "$@"
+export CL_META_PEERS="1 2 3 4 5" # servers 4 and 5 join later (lib.sh)
 records=${CHAOS_SHRINK_RECORDS:-100000}
 
 chaos_up
