@@ -112,7 +112,8 @@ chaos_begin() {
     W=$(cd "$W" && pwd -P)
     CL_TOP=$CHAOS_TOP CL_BIN=$CHAOS_BIN CL_WORK=$W CL_CORES=1 CL_MANAGED=1
     CL_LEASE=$CHAOS_LEASE CL_BASE=$CHAOS_PORT_BASE
-    CL_HOSTS="$(chaos_host 1) $(chaos_host 2) $(chaos_host 3)"
+    # 4 and 5: the metadata-only servers of scenarios 01-03
+    CL_HOSTS="$(chaos_host 1) $(chaos_host 2) $(chaos_host 3) $(chaos_host 4) $(chaos_host 5)"
     # shellcheck source-path=SCRIPTDIR source=../scripts/cluster-lib.sh
     . "$CHAOS_TOP/scripts/cluster-lib.sh"
     trap chaos_cleanup EXIT
@@ -160,6 +161,7 @@ chaos_cleanup() {
     [ -n "$CHAOS_PRODUCER" ] && [ -f "$W/producer.pid" ] && kill -KILL "$(cat "$W/producer.pid")" 2>/dev/null
     [ -n "$CHAOS_CONSUMER" ] && [ -f "$W/consumer.pid" ] && kill -KILL "$(cat "$W/consumer.pid")" 2>/dev/null
     cl_stop_all
+    for n in 4 5; do [ -n "${CL_PIDS[n]:-}" ] && cl_kill "$n" KILL; done
     iptables -F OUTPUT 2>/dev/null
     if [ "$rc" = 0 ] && [ -z "${CHAOS_KEEP:-}" ]; then
         rm -rf "$W"
@@ -425,4 +427,92 @@ chaos_pause() {
 }
 chaos_resume() {
     kill -CONT "${CL_PIDS[$1]}"
+}
+
+# Extra metadata servers (scenarios 01-03): node N (4 or 5) runs the meta
+# role only, on its own $CHAOS_NET_PREFIX address and ports (CL_BASE+10N..),
+# with certificate CN N. A scenario using them exports CL_META_PEERS="1 2 3
+# 4 5" before chaos_up: every node's meta.peers then names their admin
+# addresses (without it a follower's NotLeader cannot name a leader added
+# by add-learner and the data nodes' metadata clients never reach it:
+# docs/CHAOS.md, Findings). chaos_meta_server N writes $W/nN.yaml and starts it
+# (empty: it joins when the leader adds it); it is stopped by chaos_cleanup.
+chaos_meta_server() {
+    local n=$1 p certs=$W/certs
+    "$CHAOS_TOP/scripts/gen-certs.sh" "$certs" --node-cns "$n" >/dev/null ||
+        { echo "gen-certs for meta server $n failed" >&2; return 1; }
+    {
+        echo "node_id: $n"
+        echo "cluster_id: $CL_CLUSTER"
+        echo "data_dir: $W/n$n"
+        echo "runtime: {cores: 1, pin: false}"
+        echo "observability: {listen: $(cl_obs "$n")}"
+        echo "status_interval: 0s"
+        cl_meta_block "$n"
+        case " ${CL_META_PEERS:-1 2 3} " in
+        *" $n "*) ;;
+        *) echo "    - {id: $n, address: $(cl_meta_peer "$n"), admin_address: $(cl_meta_admin "$n")}" ;;
+        esac
+    } >"$W/n$n.yaml"
+    # the admin config lists it too: a follower's NotLeader names the
+    # leader's admin listener only for servers in its own meta.peers, so
+    # once server N leads, clients must know its address themselves
+    sed -i "s|^endpoints: \[\(.*\)\]|endpoints: [\1, $(cl_meta_admin "$n")]|" "$W/admin.yaml"
+    cl_start "$n"
+}
+
+# chaos_meta_status N [FIELD]: server N's own view (vtopctl meta status
+# --json through its admin listener); with FIELD, only that number.
+chaos_meta_status() {
+    local j
+    j=$(ctl meta status --config "$W/admin.yaml" --endpoint "$(cl_meta_admin "$1")" --json 2>/dev/null) ||
+        return 1
+    if [ -n "${2:-}" ]; then
+        sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$j"
+    else
+        echo "$j"
+    fi
+}
+
+# chaos_meta_voters N: server N's voter ids, sorted, comma-separated.
+chaos_meta_voters() {
+    chaos_meta_status "$1" | grep -o '{"id":[0-9]*,"role":"voter"' |
+        sed 's/[^0-9]//g' | sort -n | paste -sd, -
+}
+
+# chaos_meta_caught_up N: server N has applied everything the leader had
+# committed when asked (within the election timeout).
+chaos_meta_caught_up() {
+    local i c a lead='' p
+    for i in $(seq 1 $((CHAOS_ELECTION_TIMEOUT_SECONDS * 10))); do
+        for p in 1 2 3 4 5; do # the leader another running server knows
+            [ "$p" = "$1" ] || [ -z "${CL_PIDS[p]:-}" ] && continue
+            lead=$(chaos_meta_status "$p" leader_id)
+            [ -n "$lead" ] && [ "$lead" != 0 ] && break
+        done
+        [ -n "$lead" ] && [ "$lead" != 0 ] && break
+        sleep 0.1
+    done
+    c=$(chaos_meta_status "$lead" commit_index)
+    [ -n "$c" ] || { echo "no commit index from the metadata leader ($lead)" >&2; return 1; }
+    for i in $(seq 1 $((CHAOS_ELECTION_TIMEOUT_SECONDS * 10))); do
+        a=$(chaos_meta_status "$1" fsm_applied)
+        [ -n "$a" ] && [ "$a" -ge "$c" ] && return 0
+        sleep 0.1
+        : "$i"
+    done
+    echo "meta server $1 applied ${a:-?} < leader $lead's commit $c" >&2
+    return 1
+}
+
+# chaos_meta_join N: starts metadata-only server N, adds it as a learner,
+# waits until it applied the leader's commit index, promotes it.
+chaos_meta_join() {
+    local n=$1
+    chaos_meta_server "$n" || { echo "meta server $n did not start" >&2; return 1; }
+    ctl meta add-learner --config "$W/admin.yaml" --id "$n" --address "$(cl_meta_peer "$n")" \
+        >"$W/add-$n.out" 2>&1 || { echo "add-learner $n: $(cat "$W/add-$n.out")" >&2; return 1; }
+    chaos_meta_caught_up "$n" || return 1
+    ctl meta promote --config "$W/admin.yaml" --id "$n" >"$W/promote-$n.out" 2>&1 ||
+        { echo "promote $n: $(cat "$W/promote-$n.out")" >&2; return 1; }
 }

@@ -14,6 +14,13 @@
 #   CL_MANAGED  1 (implies CL_META=1): no ranges in the node configs; the nodes
 #               register themselves, metadata places topics on them and the
 #               lease agents elect leaders (create topics with vtopctl)
+#   CL_ADMIN_CN optional: the metadata operator's certificate CN (default
+#               the client CN): cl_setup makes its certificate, writes it into
+#               admin.yaml and makes it the only meta.operators entry
+#   CL_META_PEERS  optional: the meta ids every meta block lists as peers
+#               (default "1 2 3"); "1 2 3 4 5" also lists servers 4 and 5 a
+#               test adds later (add-learner), so followers can name their
+#               admin address and the data nodes' metadata clients reach them
 #   CL_LEASE    optional lease block for managed nodes, e.g.
 #               "{ttl: 2s, renew_interval: 600ms, poll_interval: 300ms}"
 #   CL_LIMITS   optional limits block for every node, e.g.
@@ -86,10 +93,10 @@ cl_meta_block() {
     echo "  id: $n"
     echo "  listen: $(cl_meta_peer "$n")"
     echo "  admin_listen: $(cl_meta_admin "$n")"
-    echo "  operators: [$CL_CLIENT]"
+    echo "  operators: [${CL_ADMIN_CN:-$CL_CLIENT}]"
     echo "  tls: {ca: $certs/ca.pem, cert: $certs/$n.pem, key: $certs/$n.key}"
     echo "  peers:"
-    for p in 1 2 3; do
+    for p in ${CL_META_PEERS:-1 2 3}; do
         echo "    - {id: $p, address: $(cl_meta_peer "$p"), admin_address: $(cl_meta_admin "$p")}"
     done
 }
@@ -105,6 +112,9 @@ cl_setup() {
     mkdir -p "$CL_WORK"
     [ -n "${CL_BASE:-}" ] || cl_pick_base || return 1
     "$CL_TOP/scripts/gen-certs.sh" "$CL_WORK/certs" >/dev/null || return 1
+    if [ -n "${CL_ADMIN_CN:-}" ]; then
+        "$CL_TOP/scripts/gen-certs.sh" "$CL_WORK/certs" --client-cns "$CL_ADMIN_CN" >/dev/null || return 1
+    fi
     local n p r certs=$CL_WORK/certs leader
     leader=$(cl_uuid "$CL_LEADER")
     for n in 1 2 3; do
@@ -145,7 +155,7 @@ cl_setup() {
     if [ "$CL_META" = 1 ]; then
         {
             echo "endpoints: [$(cl_meta_admin 1), $(cl_meta_admin 2), $(cl_meta_admin 3)]"
-            echo "tls: {ca: $certs/ca.pem, cert: $certs/$CL_CLIENT.pem, key: $certs/$CL_CLIENT.key}"
+            echo "tls: {ca: $certs/ca.pem, cert: $certs/${CL_ADMIN_CN:-$CL_CLIENT}.pem, key: $certs/${CL_ADMIN_CN:-$CL_CLIENT}.key}"
             echo "connect_timeout: 1s"
             echo "request_timeout: 15s"
         } >"$CL_WORK/admin.yaml"
