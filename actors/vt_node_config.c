@@ -247,6 +247,7 @@ static const struct vt_cfg_field limits_fields[] = {
     VT_CFG_DURATION_F(LM, retention_ms, "retention_age", false, 0, UINT64_MAX),
     VT_CFG_U32_F(LM, max_ranges, "max_ranges", false, 1, 100000),
     VT_CFG_SIZE_F(LM, scrub_rate, "scrub_rate", false, 0, 1ull << 40),
+    VT_CFG_U32_F(LM, sealed_files, "sealed_files", false, 16, 1u << 20),
 };
 #undef LM
 static const struct vt_cfg_schema limits_schema = {
@@ -693,7 +694,8 @@ vt_node_config_load(const char *path, struct vt_node_config *cfg, struct vt_cfg_
                                           .max_segment_bytes = 256ull << 20,
                                           .max_segment_records = 10000000,
                                           .max_ranges = 4096,
-                                          .scrub_rate = VT_NODE_SCRUB_RATE_DEFAULT};
+                                          .scrub_rate = VT_NODE_SCRUB_RATE_DEFAULT,
+                                          .sealed_files = 1024};
     cfg->replication = (struct vt_node_replication){.quorum_timeout_ms = 2000,
                                                     .connect_timeout_ms = 2000,
                                                     .window_requests = 16,

@@ -118,6 +118,7 @@ struct vt_node_limits {
     uint64_t retention_ms;    /* 0 = no age bound */
     uint32_t max_ranges;      /* ranges hosted at once (static and opened at runtime) */
     uint64_t scrub_rate;      /* sealed-segment bytes scrubbed per second per core; 0 = off */
+    uint32_t sealed_files;    /* sealed segment files open at once per core (an LRU) */
 };
 
 #define VT_NODE_SCRUB_RATE_DEFAULT (4ull << 20)

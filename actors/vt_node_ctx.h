@@ -25,6 +25,7 @@
 #include "vt_timer.h"
 #include "vt_tls.h"
 
+struct vt_fdcache;
 struct vt_range_actor;
 struct vt_broker_core;
 struct vt_session;
@@ -200,6 +201,9 @@ struct vt_broker_core {
     /* fetch waits parked on this core's ranges (long-poll), and those of
      * them sent by other cores (each holds a call slot of the sender) */
     uint32_t parked, parked_remote;
+    /* the open-file budget of this core's sealed segments (limits.sealed_files);
+     * used by this core's I/O thread only */
+    struct vt_fdcache *fdcache;
 };
 
 #endif

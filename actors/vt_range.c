@@ -892,6 +892,7 @@ vt_range_actor_start(struct vt_range_actor *ra, struct vt_core *core)
     rc.set.limits.max_segment_records = cfg->limits.max_segment_records;
     memcpy(rc.set.node_id, cfg->node_uuid, 16);
     rc.set.fencing_epoch = ra->fencing_epoch;
+    rc.set.fdcache = ra->b->cores[br->core]->fdcache;
     rc.create = true;
     rc.max_pending_bytes = cfg->budgets.range_bytes;
     rc.on_commit = on_commit;

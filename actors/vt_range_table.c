@@ -18,6 +18,7 @@
 #include "vt_broker.h"
 #include "vt_crc32c.h"
 #include "vt_diag.h"
+#include "vt_fdcache.h"
 #include "vt_file.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
@@ -210,8 +211,10 @@ int
 vt_broker__core_tables_new(struct vt_broker *b, struct vt_broker_core *bc)
 {
     vt_timer_init(&bc->reclaim_tick, on_reclaim_tick, bc);
+    bc->fdcache = vt_fdcache_new(b->cfg->limits.sealed_files);
     struct vt_range_snap *empty = calloc(1, sizeof(*empty));
-    if (empty == NULL || vt_range_table_init(&bc->tab, b->core_share) != 0) {
+    if (bc->fdcache == NULL || empty == NULL ||
+        vt_range_table_init(&bc->tab, b->core_share) != 0) {
         free(empty);
         return -ENOMEM;
     }
@@ -232,6 +235,8 @@ vt_broker__core_tables_free(struct vt_broker_core *bc)
     }
     free(bc->tab.slots);
     bc->tab.slots = NULL;
+    vt_fdcache_free(bc->fdcache); /* after the sets: a failed start leaves some open */
+    bc->fdcache = NULL;
     while (bc->retired_actors != NULL) {
         struct vt_range_actor *ra = bc->retired_actors;
         bc->retired_actors = ra->retired_next;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,6 +140,44 @@ apply_log_config(const struct vt_node_config *cfg)
     }
 }
 
+/* The open files the node's budget needs: four per hosted range (tail,
+ * commit boundary, two journals), limits.sealed_files per core, a socket per
+ * session, and 1,024 for everything else (listeners, peers, the metadata
+ * store, epoll and event fds). Raises RLIMIT_NOFILE to it (the hard limit
+ * too when the process may); says so when it cannot. */
+static void
+raise_nofile(const struct vt_node_config *cfg, unsigned cores)
+{
+    uint64_t per_core = (uint64_t)cfg->limits.sealed_files + cfg->native.max_sessions;
+    uint64_t need = 4ull * cfg->limits.max_ranges + cores * per_core + 1024;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        VT_WARN("RLIMIT_NOFILE: getrlimit: %s", strerror(errno));
+        return;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= need)
+        return;
+    struct rlimit want = {.rlim_cur = need, .rlim_max = rl.rlim_max};
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        want.rlim_max = need; /* needs CAP_SYS_RESOURCE */
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+        VT_INFO("RLIMIT_NOFILE raised from %llu to %llu (4 per range x limits.max_ranges %u, "
+                "limits.sealed_files %u x %u cores, native.max_sessions %u per core, 1024 more)",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)need, cfg->limits.max_ranges,
+                cfg->limits.sealed_files, cores, (unsigned)cfg->native.max_sessions);
+        return;
+    }
+    int e = errno;
+    want = (struct rlimit){.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+    (void)setrlimit(RLIMIT_NOFILE, &want); /* as far as the hard limit goes */
+    VT_WARN("RLIMIT_NOFILE: the budget needs %llu open files (4 per range x limits.max_ranges %u, "
+            "limits.sealed_files %u x %u cores, native.max_sessions %u per core, 1024 more) but the limit is "
+            "%llu and cannot be raised (%s): raise it (ulimit -n, systemd LimitNOFILE) or lower "
+            "those limits; opens past it fail with EMFILE",
+            (unsigned long long)need, cfg->limits.max_ranges, cfg->limits.sealed_files, cores,
+            (unsigned)cfg->native.max_sessions, (unsigned long long)rl.rlim_max, strerror(e));
+}
+
 static int
 node_start(struct node *nd)
 {
@@ -164,6 +203,7 @@ node_start(struct node *nd)
         VT_ERROR("%s", err);
         return 1;
     }
+    raise_nofile(&nd->cfg, vt_runtime_cores(nd->rt));
     const struct vt_cfg_hostport *obs = &nd->cfg.observability.listen;
     nd->http = vt_http_listen(obs->host, obs->port, vt_runtime_metrics(nd->rt),
                               vt_runtime_health(nd->rt), NULL, err, sizeof(err));

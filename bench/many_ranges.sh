@@ -7,13 +7,14 @@
 # written node. Prints one markdown table row per step.
 #
 # Usage: bench/many_ranges.sh [--ranges 100,1000,10000] [--produce 1,100,10000]
-#                             [--seconds S] [--segment SIZE] [--build DIR]
+#                             [--seconds S] [--segment SIZE] [--sealed-files F]
+#                             [--build DIR]
 #   Defaults: N = 100,1000,10000; P = 1,100,10000 (P > N is skipped);
-#   S = 10; SIZE = 64KiB; DIR = build. MANY_RANGES_KEEP=1 keeps the work dir.
+#   S = 10; SIZE = 64KiB; F = 1024 (limits.sealed_files); DIR = build. MANY_RANGES_KEEP=1 keeps the work dir.
 # Before each measured step it syncs and waits (up to 90 s) for the 1-minute
 # load average to drop below 1.5, and prints the load it started at.
 set -uo pipefail
-ns="100,1000,10000" ps="1,100,10000" secs=10 seg=64KiB
+ns="100,1000,10000" ps="1,100,10000" secs=10 seg=64KiB sealed=1024
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
 while [ $# -gt 0 ]; do
@@ -22,6 +23,7 @@ while [ $# -gt 0 ]; do
         --produce) ps=$2; shift 2 ;;
         --seconds) secs=$2; shift 2 ;;
         --segment) seg=$2; shift 2 ;;
+        --sealed-files) sealed=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
         *) echo "many_ranges.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -66,7 +68,7 @@ runtime: {cores: 2, pin: false}
 observability: {listen: 127.0.0.1:0}
 tls: {ca: $work/certs/ca.pem, cert: $work/certs/$node_cn.pem, key: $work/certs/$node_cn.key}
 native: {listen: 127.0.0.1:0}
-limits: {max_record: 4KiB, max_batch: 64KiB, max_segment: $seg, max_ranges: $((n * 5 / 4 + 64))}
+limits: {max_record: 4KiB, max_batch: 64KiB, max_segment: $seg, max_ranges: $((n * 5 / 4 + 64)), sealed_files: $sealed}
 authorization:
   producers: [$client_cn]
   consumers: [$client_cn]

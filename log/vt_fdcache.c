@@ -57,7 +57,9 @@ vt_fdcache_free(struct vt_fdcache *c)
 {
     if (c == NULL)
         return;
-    VT_ASSERT(c->n_used == 0);
+    for (uint32_t i = 0; i < c->budget; i++) /* sets never closed (a failed start) */
+        if (c->slots[i].used)
+            (void)c->slots[i].ops->close(c->slots[i].ops->ctx, c->slots[i].fd);
     free(c->slots);
     free(c);
 }
@@ -112,19 +114,25 @@ drop(struct vt_fdcache *c, uint32_t i)
     bump(&c->st_open, -1);
 }
 
+void
+vt_fdcache_make_room(struct vt_fdcache *c)
+{
+    if (c->free_head != NIL)
+        return;
+    uint32_t v = c->tail;
+    VT_ASSERT(v != NIL);
+    struct slot *s = &c->slots[v];
+    s->evict(s->owner, s->key, s->fd);
+    drop(c, v);
+    bump(&c->st_evictions, 1);
+}
+
 int
 vt_fdcache_add(struct vt_fdcache *c, const struct vt_file_ops *ops, int fd, void *owner,
                uint64_t key, vt_fdcache_evict_fn *evict)
 {
     VT_ASSERT(fd >= 0 && evict != NULL);
-    if (c->free_head == NIL) { /* full: the least recently used makes room */
-        uint32_t v = c->tail;
-        VT_ASSERT(v != NIL);
-        struct slot *s = &c->slots[v];
-        s->evict(s->owner, s->key, s->fd);
-        drop(c, v);
-        bump(&c->st_evictions, 1);
-    }
+    vt_fdcache_make_room(c); /* full: the least recently used goes */
     uint32_t i = c->free_head;
     struct slot *s = &c->slots[i];
     c->free_head = s->next;

@@ -29,8 +29,8 @@ struct vt_fdcache;
 /* Main thread. NULL when out of memory; budget must be in
  * [VT_FDCACHE_MIN, VT_FDCACHE_MAX]. */
 struct vt_fdcache *vt_fdcache_new(uint32_t budget);
-/* Main thread, once no I/O thread runs; every entry must have been
- * released by its owner (asserted). */
+/* Main thread, once no I/O thread runs and no set using it will close
+ * again: closes what is still open (the sets of a failed start). */
 void vt_fdcache_free(struct vt_fdcache *c);
 uint32_t vt_fdcache_budget(const struct vt_fdcache *c);
 
@@ -43,6 +43,9 @@ typedef void vt_fdcache_evict_fn(void *owner, uint64_t key, int fd);
  * first evicts the least recently used one. Returns the slot (>= 0). */
 int vt_fdcache_add(struct vt_fdcache *c, const struct vt_file_ops *ops, int fd, void *owner,
                    uint64_t key, vt_fdcache_evict_fn *evict) VT_MUST_USE;
+/* Before opening a file to add: when the budget is full, evicts the least
+ * recently used entry now, so the open never exceeds the budget. */
+void vt_fdcache_make_room(struct vt_fdcache *c);
 /* The entry in `slot` was used: it becomes the most recently used. */
 void vt_fdcache_touch(struct vt_fdcache *c, int slot);
 /* The owner is done with the entry in `slot` (its segment is deleted or

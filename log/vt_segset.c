@@ -152,6 +152,8 @@ vt_segset__open_seg_fd(struct vt_segset *s, struct vt_seg *g, struct vt_log_err 
     char path[PATH_MAX];
     if (vt_segset__path(s, g->base, g->sealed ? "segment" : "active", path, sizeof(path)))
         return vt_log_err_set(err, -ENAMETOOLONG, s->dir, "path too long");
+    if (g->sealed && s->cfg.fdcache != NULL)
+        vt_fdcache_make_room(s->cfg.fdcache);
     int fd = s->ops->open(s->ops->ctx, path, g->sealed ? O_RDONLY : O_RDWR, 0);
     if (fd < 0)
         return vt_log_err_set(err, fd, path, "open: %s", strerror(-fd));

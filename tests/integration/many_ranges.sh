@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# A standalone vtop-node with more ranges than its core's I/O ring has
-# slots (600 ranges, runtime.io_ring_slots 64, one core): the opens that
-# find the ring full wait their turn instead of failing, every range comes
-# up ready, and the node stops cleanly (exit 0) on SIGTERM (the closes that
-# find the ring full wait too). Also a start-up failure (the replication
-# port taken) exits 1 with a message, no abort.
+# A standalone vtop-node with a few thousand tiny ranges, far more than its
+# core's I/O ring has slots (2,000 ranges, runtime.io_ring_slots 64, one
+# core): the opens that find the ring full wait their turn instead of
+# failing, every range comes up ready, the node stops cleanly (exit 0) on
+# SIGTERM (the closes that find the ring full wait too) and restarts with
+# every range ready again. Sealed segment files stay within
+# limits.sealed_files (16) while a range rolls through many segments, and
+# the node raises RLIMIT_NOFILE to its budget. Also a start-up failure (the
+# replication port taken) exits 1 with a message, no abort.
 # Processes are stopped by PID. Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 node=${1:?usage: many_ranges.sh VTOP_NODE VTOPCTL SOURCE_DIR}
@@ -29,7 +32,7 @@ fail() {
 NODE_CN=00000000-0000-4000-8000-000000000001
 CLIENT_CN=11111111-1111-4111-8111-111111111111
 "$src/scripts/gen-certs.sh" "$work/certs" >/dev/null || fail "gen-certs.sh failed"
-N=600
+N=2000
 {
     cat <<YAML
 node_id: 1
@@ -40,7 +43,7 @@ runtime: {cores: 1, pin: false, io_ring_slots: 64}
 observability: {listen: 127.0.0.1:0}
 tls: {ca: $work/certs/ca.pem, cert: $work/certs/$NODE_CN.pem, key: $work/certs/$NODE_CN.key}
 native: {listen: 127.0.0.1:0}
-limits: {max_record: 4KiB, max_batch: 64KiB, max_segment: 256KiB}
+limits: {max_record: 4KiB, max_batch: 64KiB, max_segment: 64KiB, max_ranges: 2100, sealed_files: 16}
 authorization:
   producers: [$CLIENT_CN]
   consumers: [$CLIENT_CN]
@@ -52,15 +55,21 @@ YAML
     done
 } >"$work/node.yaml"
 
-"$node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.err" &
-pid=$!
-pids+=("$pid")
-for _ in $(seq 1 600); do
-    grep -q '^node_ready' "$work/node.out" && break
-    kill -0 "$pid" 2>/dev/null || fail "node exited during start"
-    sleep 0.1
-done
-ready=$(grep '^node_ready' "$work/node.out") || fail "node not ready within 60 s"
+start_node() {
+    "$node" --config "$work/node.yaml" >"$work/node.out" 2>"$work/node.err" &
+    pid=$!
+    pids+=("$pid")
+    local _
+    for _ in $(seq 1 1200); do
+        grep -q '^node_ready' "$work/node.out" && break
+        kill -0 "$pid" 2>/dev/null || fail "node exited during start"
+        sleep 0.1
+    done
+    ready=$(grep '^node_ready' "$work/node.out") || fail "node not ready within 120 s"
+}
+start_node
+grep -q 'RLIMIT_NOFILE' "$work/node.err" || ulimit -n | grep -q unlimited ||
+    [ "$(ulimit -n)" -ge 10464 ] || fail "the node did not raise RLIMIT_NOFILE nor say why: $(tail -3 "$work/node.err")"
 port=$(printf '%s\n' "$ready" | sed -n 's/.* native=127\.0\.0\.1:\([0-9]*\).*/\1/p')
 cat >"$work/client.yaml" <<YAML
 cluster_id: 6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
@@ -78,6 +87,15 @@ n_ready=$(grep -c 'state=ready' "$work/status")
 grep -q 'cannot start opening' "$work/node.err" && fail "a range open failed on a full ring"
 "$ctl" produce --config "$work/client.yaml" --records 100 >/dev/null 2>"$work/p.err" ||
     fail "produce to the last range: $(cat "$work/p.err")"
+# 20,000 records of 1 KiB roll the range through ~300 64 KiB segments;
+# reading them all back opens each sealed file, at most 16 at once per core
+sed -e "s/topic: t$N,/topic: t1,/" -e "s/-$(printf '%012d' $N)/-000000000001/" "$work/client.yaml" >"$work/client1.yaml"
+"$ctl" produce --config "$work/client1.yaml" --records 20000 --value-bytes 1024 --batch 32 >/dev/null 2>"$work/p.err" ||
+    fail "produce 20000: $(cat "$work/p.err")"
+"$ctl" consume --config "$work/client1.yaml" --from earliest --format raw >"$work/c.out" 2>"$work/c.err" ||
+    fail "consume: $(tail -3 "$work/c.err")"
+sealed=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 -lname '*.segment' | wc -l)
+[ "$sealed" -le 16 ] || fail "$sealed sealed segment files open, limits.sealed_files is 16"
 
 # A start-up failure shuts down cleanly: a second node whose replication
 # port is the running node's native port exits 1 naming the key.
@@ -94,6 +112,18 @@ kill -TERM "$pid"
 wait "$pid"
 rc=$?
 [ "$rc" -eq 0 ] || fail "node exited with $rc after SIGTERM"
-echo "$N ranges ready on one core with 64 I/O ring slots; closed cleanly"
+t0=$(date +%s%N)
+start_node
+t1=$(date +%s%N)
+port2=$(printf '%s\n' "$ready" | sed -n 's/.* native=127\.0\.0\.1:\([0-9]*\).*/\1/p')
+sed -i "s/^addr: .*/addr: 127.0.0.1:$port2/" "$work/client.yaml"
+"$ctl" node status --config "$work/client.yaml" >"$work/status" 2>&1 || fail "node status after restart: $(cat "$work/status")"
+n_ready=$(grep -c 'state=ready' "$work/status")
+[ "$n_ready" -eq $N ] || fail "after the restart: $n_ready of $N ranges ready"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" -eq 0 ] || fail "node exited with $rc after SIGTERM (restart)"
+echo "$N ranges ready on one core with 64 I/O ring slots; closed cleanly; restarted in $(( (t1 - t0) / 1000000 )) ms"
 echo "PASS"
 exit 0

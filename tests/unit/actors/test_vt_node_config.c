@@ -238,6 +238,34 @@ test_node_config_scrub_rate(void **state)
     free(body);
 }
 
+/* limits.sealed_files: default 1024 per core; 16..1Mi; below or above, or
+ * not a count, refused by key. */
+static void
+test_node_config_sealed_files(void **state)
+{
+    (void)state;
+    struct vt_node_config cfg;
+    struct vt_cfg_error err;
+    char *body = cat3(head, "", "");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.sealed_files, 1024);
+    vt_node_config_free(&cfg);
+    free(body);
+    body = cat3(head, "limits: {sealed_files: 16}\n", "");
+    assert_int_equal(load(body, &cfg, &err), 0);
+    assert_int_equal(cfg.limits.sealed_files, 16);
+    vt_node_config_free(&cfg);
+    free(body);
+    static const char *const bad[] = {"limits: {sealed_files: 15}\n",
+                                      "limits: {sealed_files: 2000000}\n",
+                                      "limits: {sealed_files: many}\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        body = cat3(head, bad[i], "");
+        expect_error(body, "limits.sealed_files");
+        free(body);
+    }
+}
+
 int
 main(void)
 {
@@ -247,6 +275,7 @@ main(void)
         cmocka_unit_test(test_node_config_replication_block_errors),
         cmocka_unit_test(test_node_config_range_metrics),
         cmocka_unit_test(test_node_config_scrub_rate),
+        cmocka_unit_test(test_node_config_sealed_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
