@@ -162,7 +162,13 @@ for n in "${nlist[@]}"; do
         c0=$(node_cpu "$pid")
         out=$("$benchbin" produce --config "$d/client.yaml" --ranges "$p" --connections "$conns" \
             --record-bytes 256 --batch-records 16 --inflight 32 --seconds "$secs" --warmup 1 \
-            --node-pid "$pid" --json 2>"$d/produce$p.err") || { echo "produce to $p ranges failed:" >&2; tail -5 "$d/produce$p.err" >&2; exit 1; }
+            --node-pid "$pid" --json 2>"$d/produce$p.err")
+        if [ -z "$out" ] || ! printf '%s' "$out" | grep -q '"records_per_s"'; then
+            why=$(grep -v '^$' "$d/produce$p.err" | tail -1)
+            echo "produce to $p of $n ranges failed: $why" >&2
+            prod_rows+=("| $n | $p | failed: ${why//|/\\|} | | | | $load |")
+            continue
+        fi
         c1=$(node_cpu "$pid")
         rate=$(jfield "$out" records_per_s)
         p99=$(jfield "$out" p99)

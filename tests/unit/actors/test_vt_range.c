@@ -324,6 +324,7 @@ setup(void **state)
     T.cfg.limits.max_segment_bytes = 1u << 20;
     T.cfg.limits.max_segment_records = 100000;
     T.cfg.limits.max_ranges = SHARE;
+    T.cfg.limits.sealed_files = 64;
     T.cfg.budgets.range_bytes = 1u << 20;
     memset(T.cfg.node_uuid, 0x01, 16);
 
