@@ -76,7 +76,7 @@ authorization:
 ranges:
 YAML
         for i in $(seq 1 "$n"); do
-            printf '  - {topic: t%d, topic_epoch: 1, range_id: 33333333-3333-4333-8333-%012d, range_generation: 0, fencing_epoch: 1}\n' "$i" "$i"
+            printf -- '- {topic: t%d, topic_epoch: 1, range_id: 33333333-3333-4333-8333-%012d, fencing_epoch: 1}\n' "$i" "$i"
         done
     } >"$d/node.yaml"
 }
