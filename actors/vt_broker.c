@@ -15,6 +15,7 @@
 
 #include "vt_crc32c.h"
 #include "vt_diag.h"
+#include "vt_fdcache.h"
 #include "vt_file.h"
 #include "vt_metrics.h"
 #include "vt_range.h"
@@ -491,6 +492,46 @@ new_repl_node(struct vt_broker *b, char *err, size_t err_len)
     return b->repl == NULL ? -EINVAL : 0;
 }
 
+/* The sealed-file budgets of every core (scrape time, racy). */
+static double
+sealed_files_stat(const struct vt_broker *b, int which)
+{
+    uint64_t sum = 0;
+    for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
+        struct vt_fdcache_stats st;
+        vt_fdcache_stats(b->cores[c]->fdcache, &st);
+        sum += which == 0 ? st.open : st.evictions;
+    }
+    return (double)sum;
+}
+
+static double
+sealed_files_open(void *arg)
+{
+    return sealed_files_stat(arg, 0);
+}
+
+static double
+sealed_file_evictions(void *arg)
+{
+    return sealed_files_stat(arg, 1);
+}
+
+static int
+register_sealed_files(struct vt_broker *b)
+{
+    int rc = vt_metrics_callback(b->metrics, VT_METRIC_GAUGE, "broker_sealed_files_open", NULL,
+                                 "Sealed segment files open now (limits.sealed_files per core).",
+                                 sealed_files_open, b);
+    if (rc >= 0)
+        rc = vt_metrics_callback(b->metrics, VT_METRIC_COUNTER,
+                                 "broker_sealed_file_evictions_total", NULL,
+                                 "Sealed segment files closed to stay within "
+                                 "limits.sealed_files (each reopens on its next use).",
+                                 sealed_file_evictions, b);
+    return rc < 0 ? rc : 0;
+}
+
 /* The configured ranges: their specs and actors (the replica plane needs
  * both before start); core start opens them. */
 static int
@@ -617,6 +658,10 @@ vt_broker_new(const struct vt_node_config *cfg, struct vt_runtime *rt, char *err
         goto fail;
     if (setup_ranges(b, err, err_len) != 0)
         goto fail;
+    if (register_sealed_files(b) != 0) {
+        snprintf(err, err_len, "metrics registry full (sealed files)");
+        goto fail;
+    }
     struct vt_health *h = vt_runtime_health(rt);
     b->health_native = vt_health_source(h, "native_listener");
     b->health_ranges = vt_health_source(h, "ranges");

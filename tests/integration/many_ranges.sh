@@ -14,6 +14,7 @@ node=${1:?usage: many_ranges.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 ctl=${2:?usage: many_ranges.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 src=${3:?usage: many_ranges.sh VTOP_NODE VTOPCTL SOURCE_DIR}
 command -v openssl >/dev/null || { echo "SKIP: openssl CLI not installed (certificates)"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: curl not installed (metrics)"; exit 77; }
 
 work=$(mktemp -d /tmp/vtop-many-ranges.XXXXXX)
 pids=()
@@ -96,6 +97,16 @@ sed -e "s/topic: t$N,/topic: t1,/" -e "s/-$(printf '%012d' $N)/-000000000001/" "
     fail "consume: $(tail -3 "$work/c.err")"
 sealed=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 -lname '*.segment' | wc -l)
 [ "$sealed" -le 16 ] || fail "$sealed sealed segment files open, limits.sealed_files is 16"
+mport=${ready##*observability=127.0.0.1:}
+curl -sf "http://127.0.0.1:$mport/metrics" >"$work/metrics" || fail "no /metrics on port $mport"
+open_m=$(awk '$1 == "vtop_broker_sealed_files_open" {print $2}' "$work/metrics")
+evict_m=$(awk '$1 == "vtop_broker_sealed_file_evictions_total" {print $2}' "$work/metrics")
+if [ -z "$open_m" ] || [ "${open_m%.*}" -gt 16 ]; then
+    fail "vtop_broker_sealed_files_open '$open_m', want <= 16"
+fi
+if [ -z "$evict_m" ] || [ "${evict_m%.*}" -le 0 ]; then
+    fail "vtop_broker_sealed_file_evictions_total '$evict_m', want > 0"
+fi
 
 # A start-up failure shuts down cleanly: a second node whose replication
 # port is the running node's native port exits 1 naming the key.
