@@ -40,21 +40,10 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${MANY_RANGES_KEEP:-}" ] && echo "work dir: $work"
-"$top/scripts/gen-certs.sh" "$work/certs" >/dev/null || { echo "gen-certs.sh failed" >&2; exit 1; }
-node_cn=00000000-0000-4000-8000-000000000001
-client_cn=11111111-1111-4111-8111-111111111111
-cluster=6f1c2a4e-0d7b-4c1e-9a53-3c2f8e1d0b71
+# shellcheck source=bench/single_node_lib.sh
+. "$top/bench/single_node_lib.sh"
+bench_certs "$top" "$work/certs"
 tck=$(getconf CLK_TCK)
-
-settle() {
-    local _
-    sync
-    for _ in $(seq 1 90); do
-        awk '{exit !($1 < 1.5)}' /proc/loadavg && break
-        sleep 1
-    done
-    cut -d' ' -f1 /proc/loadavg
-}
 
 gen_config() { # gen_config N DIR
     local n=$1 d=$2 i
