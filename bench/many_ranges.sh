@@ -162,7 +162,7 @@ for n in "${nlist[@]}"; do
         rate=$(jfield "$out" records_per_s)
         p99=$(jfield "$out" p99)
         wcpu=$(jfield "$out" node_process_s)
-        prod_rows+=("| $n | $p | ${rate:-?} | ${p99:-?} | ${wcpu:-?} s | $(echo "$c1 - $c0" | bc) s | $load |")
+        prod_rows+=("| $n | $p | ${rate:-?} | ${p99:-?} | ${wcpu:-?} s | $(printf "%.2f" "$(echo "$c1 - $c0" | bc)") s | $load |")
         row "$n" "after produce to $p" "$d"
     done
     stop_node || exit 1
