@@ -96,6 +96,7 @@ vt_rlog__submit(struct vt_rlog *l, enum vt_rlog__job kind,
 static void
 close_files(struct vt_rlog *l)
 {
+    vt_rlog__heal_close(l);
     vt_epoch_history_close(l->hist);
     vt_producer_journal_close(l->journal);
     if (l->set)
@@ -452,6 +453,9 @@ job_done(struct vt_core *c, struct vt_io_req *r)
     case VT_RLOG__JOB_FLOOR:
         vt_rlog__floor_done(l);
         break;
+    case VT_RLOG__JOB_HEAL:
+        vt_rlog__heal_done(l);
+        break;
     }
     vt_rlog__kick(l);
 }
@@ -538,6 +542,12 @@ vt_rlog__kick(struct vt_rlog *l)
             kick_later(l);
         return;
     }
+    int hk = vt_rlog__heal_kick(l);
+    if (hk != 0) {
+        if (hk < 0)
+            kick_later(l);
+        return;
+    }
     if (vt_rlog__floor_due(l)) {
         if (vt_rlog__floor_submit(l) != 0)
             kick_later(l);
@@ -546,7 +556,7 @@ vt_rlog__kick(struct vt_rlog *l)
         return;
     }
     if (l->closing && l->reads_in_flight == 0 && l->ctl.kind == VT_RLOG__CTL_NONE &&
-        !l->ret.queued && l->scrub_cb == NULL) {
+        !l->ret.queued && l->scrub_cb == NULL && l->heal.op == VT_RLOG__HEAL_NONE) {
         if (vt_rlog__submit(l, VT_RLOG__JOB_CLOSE, close_job) != 0)
             kick_later(l); /* the core's I/O ring is full of other ranges' jobs */
     }

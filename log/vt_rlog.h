@@ -78,6 +78,12 @@ struct vt_rlog_health {
     uint64_t scrub_bytes;
     uint64_t scrub_passes;
     int64_t scrub_last_pass_ms;
+    /* Heals of quarantined sealed segments from another replica (vt_heal.h):
+     * one running now, those that ended healed, those that failed, and the
+     * last failure's reason (empty: none since the last heal). */
+    bool healing;
+    uint64_t heals, heal_failures, heal_bytes;
+    char heal_why[240];
 };
 #define VT_RLOG_SPACE_PROBE_MS 1000u
 

@@ -19,11 +19,17 @@ vt_rlog_health(const struct vt_rlog *l)
     return &l->health;
 }
 
-static void
-changed(struct vt_rlog *l)
+void
+vt_rlog__health_changed(struct vt_rlog *l)
 {
     if (l->ready && l->cfg.on_health != NULL)
         l->cfg.on_health(l->cfg.on_health_arg);
+}
+
+static void
+changed(struct vt_rlog *l)
+{
+    vt_rlog__health_changed(l);
 }
 
 /* ---- disk full ------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "vt_epoch_history.h"
+#include "vt_heal.h"
 #include "vt_rlog.h"
 #include "vt_xfer.h"
 
@@ -44,7 +45,29 @@ struct vt_rlog__batch_buf {
 
 enum vt_rlog__job { VT_RLOG__JOB_OPEN = 1, VT_RLOG__JOB_COMMIT, VT_RLOG__JOB_CLOSE,
                     VT_RLOG__JOB_RECOVER, VT_RLOG__JOB_CTL, VT_RLOG__JOB_RETAIN,
-                    VT_RLOG__JOB_PROBE, VT_RLOG__JOB_SCRUB, VT_RLOG__JOB_FLOOR };
+                    VT_RLOG__JOB_PROBE, VT_RLOG__JOB_SCRUB, VT_RLOG__JOB_FLOOR,
+                    VT_RLOG__JOB_HEAL };
+
+enum vt_rlog__heal_op { VT_RLOG__HEAL_NONE = 0, VT_RLOG__HEAL_BEGIN, VT_RLOG__HEAL_FEED,
+                        VT_RLOG__HEAL_FINISH, VT_RLOG__HEAL_FREE };
+
+/* The heal of a quarantined segment (vt_rlog_heal.c): at most one per log,
+ * each step one job. The core writes the queued step before submission;
+ * the I/O thread owns `h`, `buf` and the results while a step runs. */
+struct vt_rlog__heal {
+    enum vt_rlog__heal_op op; /* queued or running step */
+    bool submitted;
+    bool running;             /* begun, not ended */
+    uint64_t from_base;
+    struct vt_segset_heal *h;
+    uint8_t *buf;
+    size_t len, cap;
+    vt_rlog_heal_cb *cb;
+    void *arg;
+    int rc;
+    struct vt_log_err err;
+    struct vt_heal_span span;
+};
 
 /* A queued retention (vt_rlog_retain): runs as its own job once the slot is
  * free and no group is pending; appends are never refused for it. The core
@@ -137,6 +160,7 @@ struct vt_rlog {
     bool job_damage_new;         /* read or scrub job: damage found */
     struct vt_segset_damage job_damage;
     uint32_t job_damaged;        /* segments quarantined after the job */
+    struct vt_rlog__heal heal;
     /* callbacks */
     vt_rlog_open_cb *open_cb;
     void *open_arg;
@@ -167,6 +191,16 @@ bool vt_rlog__floor_due(const struct vt_rlog *l);
 int vt_rlog__floor_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__floor_done(struct vt_rlog *l);
 void vt_rlog__floor_free(struct vt_rlog *l);
+
+/* ---- vt_rlog_heal.c -------------------------------------------------- */
+
+/* From vt_rlog__kick: a queued heal step is submitted (or, poisoned or
+ * closing, ended with an error): 1 when it took the slot or called back,
+ * 0 nothing to do, -EAGAIN the I/O ring is full (kick again later). */
+int vt_rlog__heal_kick(struct vt_rlog *l);
+void vt_rlog__heal_done(struct vt_rlog *l);
+/* Close job (I/O thread): frees a heal still holding its temp file. */
+void vt_rlog__heal_close(struct vt_rlog *l);
 
 /* ---- vt_rlog.c --------------------------------------------------------- */
 
@@ -199,6 +233,8 @@ int vt_rlog__probe_submit(struct vt_rlog *l) VT_MUST_USE;
 void vt_rlog__probe_done(struct vt_rlog *l);
 void vt_rlog__note_damage(struct vt_rlog *l, const struct vt_segset_damage *d, uint32_t segments);
 void vt_rlog__damage_recount(struct vt_rlog *l, uint32_t segments);
+/* The health changed: tells cfg.on_health (once the log is ready). */
+void vt_rlog__health_changed(struct vt_rlog *l);
 /* The log was just poisoned (`during`: what it was doing; job_err: why). */
 void vt_rlog__note_poison(struct vt_rlog *l, const char *during);
 int vt_rlog__scrub_submit(struct vt_rlog *l) VT_MUST_USE;

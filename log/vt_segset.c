@@ -129,7 +129,7 @@ vt_segset__cache_fd(struct vt_segset *s, struct vt_seg *g)
 }
 
 void
-vt_segset__drop_seg(struct vt_segset *s, struct vt_seg *g)
+vt_segset__close_seg_fd(struct vt_segset *s, struct vt_seg *g)
 {
     if (g->fd_slot >= 0)
         vt_fdcache_release(s->cfg.fdcache, g->fd_slot);
@@ -137,6 +137,12 @@ vt_segset__drop_seg(struct vt_segset *s, struct vt_seg *g)
         (void)s->ops->close(s->ops->ctx, g->fd);
     g->fd = -1;
     g->fd_slot = -1;
+}
+
+void
+vt_segset__drop_seg(struct vt_segset *s, struct vt_seg *g)
+{
+    vt_segset__close_seg_fd(s, g);
     free(g->idx);
     g->idx = NULL;
 }

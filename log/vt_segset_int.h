@@ -130,6 +130,14 @@ int vt_segset__finish_retention_intent(struct vt_segset *s, struct vt_log_err *e
  * for vt_segset_take_damage. Returns -EBADMSG with err set. */
 int vt_segset__damage(struct vt_segset *s, struct vt_seg *g, uint64_t pos, uint64_t offset,
                       const char *why, struct vt_log_err *err);
+/* Reads segment g's manifest and checks it: it parses, its chunk hashes
+ * give its root, it names g's base and identity. 0 with *out (malloc'd;
+ * vt_manifest_free + free); -EBADMSG with msg saying why; -ENOMEM. */
+struct vt_manifest;
+int vt_segset__load_manifest(struct vt_segset *s, const struct vt_seg *g, struct vt_manifest **out,
+                             char *msg, size_t cap, struct vt_log_err *err);
+/* Closes g's fd (through the budget when it is in it); the index stays. */
+void vt_segset__close_seg_fd(struct vt_segset *s, struct vt_seg *g);
 /* With roll_pending: writes the successor's producer frontier (once) and
  * creates the tail at committed_next. -ENOSPC leaves it pending (clean);
  * any other failure poisons. 0 at once when nothing is pending. */

@@ -70,13 +70,12 @@ offset_near(const struct vt_seg *g, uint64_t pos)
     return off;
 }
 
-/* Loads and checks segment g's manifest: its chunk list must give its root
- * and it must describe this file. Damage (recorded) on any failure. */
-static int
-load_manifest(struct vt_segset *s, struct vt_seg *g, struct vt_segset_scrub *c,
-              struct vt_log_err *err)
+int
+vt_segset__load_manifest(struct vt_segset *s, const struct vt_seg *g, struct vt_manifest **out,
+                         char *msg, size_t cap, struct vt_log_err *err)
 {
-    char path[PATH_MAX], msg[200];
+    char path[PATH_MAX];
+    *out = NULL;
     if (vt_segset__path(s, g->base, "manifest.json", path, sizeof(path)))
         return vt_log_err_set(err, -ENAMETOOLONG, s->dir, "path too long");
     uint8_t *text = NULL;
@@ -84,32 +83,53 @@ load_manifest(struct vt_segset *s, struct vt_seg *g, struct vt_segset_scrub *c,
     int rc = vt_fs_read_all(s->ops, path, VT_MANIFEST_MAX_BYTES, &text, &len, err);
     if (rc == -ENOMEM)
         return rc;
-    c->m = calloc(1, sizeof(*c->m));
-    if (c->m == NULL) {
+    struct vt_manifest *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
         free(text);
         return vt_log_err_set(err, -ENOMEM, path, "out of memory");
     }
     if (rc != 0)
-        snprintf(msg, sizeof(msg), "manifest unreadable: %.150s", err->msg);
-    else if (vt_manifest_parse((const char *)text, len, c->m, msg, sizeof(msg)) != 0)
+        rc = -EBADMSG, snprintf(msg, cap, "manifest unreadable: %.150s", err->msg);
+    else if (vt_manifest_parse((const char *)text, len, m, msg, cap) != 0)
         rc = -EBADMSG;
     free(text);
     uint8_t root[VT_SHA256_BYTES];
     if (rc == 0) {
-        vt_merkle_root((const uint8_t(*)[VT_SHA256_BYTES])c->m->chunk_sha256, c->m->chunk_count,
-                       root);
-        if (memcmp(root, c->m->root, sizeof(root)) != 0)
-            rc = -EBADMSG, snprintf(msg, sizeof(msg), "manifest chunk hashes do not give its root");
-        else if (c->m->base_offset != g->base || c->m->segment_bytes != g->end ||
-                 memcmp(c->m->segment_id, g->id, 16) != 0)
-            rc = -EBADMSG, snprintf(msg, sizeof(msg), "manifest describes another file (base "
-                                    "%llu, %llu bytes)", (unsigned long long)c->m->base_offset,
-                                    (unsigned long long)c->m->segment_bytes);
+        vt_merkle_root((const uint8_t(*)[VT_SHA256_BYTES])m->chunk_sha256, m->chunk_count, root);
+        if (memcmp(root, m->root, sizeof(root)) != 0)
+            rc = -EBADMSG, snprintf(msg, cap, "manifest chunk hashes do not give its root");
+        else if (m->base_offset != g->base || memcmp(m->segment_id, g->id, 16) != 0)
+            rc = -EBADMSG, snprintf(msg, cap, "manifest describes another segment (base %llu)",
+                                    (unsigned long long)m->base_offset);
     }
     if (rc != 0) {
-        drop_manifest(c);
-        return vt_segset__damage(s, g, 0, g->base, msg, err);
+        vt_manifest_free(m);
+        free(m);
+        return rc;
     }
+    *out = m;
+    return 0;
+}
+
+/* Loads segment g's manifest for the scrub; it must also give this file's
+ * length. Damage (recorded) on any failure. */
+static int
+load_manifest(struct vt_segset *s, struct vt_seg *g, struct vt_segset_scrub *c,
+              struct vt_log_err *err)
+{
+    char msg[200];
+    int rc = vt_segset__load_manifest(s, g, &c->m, msg, sizeof(msg), err);
+    if (rc == 0 && c->m->segment_bytes != g->end) {
+        snprintf(msg, sizeof(msg), "manifest describes another file (%llu bytes, the file "
+                 "has %llu)", (unsigned long long)c->m->segment_bytes,
+                 (unsigned long long)g->end);
+        drop_manifest(c);
+        rc = -EBADMSG;
+    }
+    if (rc == -EBADMSG)
+        return vt_segset__damage(s, g, 0, g->base, msg, err);
+    if (rc != 0)
+        return rc;
     c->m_base = g->base;
     c->chunk = 0;
     return 0;
