@@ -136,6 +136,7 @@ struct vt_range_actor {
     _Atomic uint64_t scrub_bytes_g;
     _Atomic int64_t scrub_pass_ms_g;       /* last complete scrub pass, 0 none */
     uint64_t corruptions_seen, refusals_seen; /* counted into the node-wide counters */
+    uint64_t heals_seen, heal_failures_seen, heal_bytes_seen;
     struct vt_timer scrub_tick;            /* paces the scrub steps */
     bool scrub_armed, scrub_busy;
 };

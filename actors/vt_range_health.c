@@ -106,12 +106,28 @@ reason_text(struct vt_range_actor *ra, const struct vt_rlog_health *h, char *out
         append(out, cap, &n, " I/O error, writes refused until the node restarts: %.150s;",
                h->poisoned_why);
     const char *file = strrchr(h->damage.path, '/');
-    if (h->damaged_segments > 0)
-        append(out, cap, &n, " %u segment%s quarantined: %s byte %" PRIu64 " (offset %" PRIu64
-               "; the segment holds %" PRIu64 "..%" PRIu64 "): %s", h->damaged_segments,
-               h->damaged_segments == 1 ? "" : "s", file ? file + 1 : h->damage.path,
-               h->damage.byte, h->damage.offset, h->damage.segment_base,
-               h->damage.segment_next - 1, h->damage.why);
+    if (h->damaged_segments == 0)
+        return;
+    /* What healing does comes last but is never cut: the damage's own
+     * reason gives up room for it. */
+    char heal[VT_PROTO_STORAGE_REASON_MAX + 1] = "";
+    size_t hn = 0;
+    if (h->healing)
+        append(heal, sizeof(heal), &hn, "; healing from another replica now");
+    if (h->heal_why[0] != '\0')
+        append(heal, sizeof(heal), &hn, "; last heal attempt: %s", h->heal_why);
+    char dmg[VT_PROTO_STORAGE_REASON_MAX + 1];
+    size_t dn = 0;
+    dmg[0] = '\0';
+    append(dmg, sizeof(dmg), &dn, " %u segment%s quarantined: %s byte %" PRIu64 " (offset %" PRIu64
+           "; the segment holds %" PRIu64 "..%" PRIu64 "): %s", h->damaged_segments,
+           h->damaged_segments == 1 ? "" : "s", file ? file + 1 : h->damage.path,
+           h->damage.byte, h->damage.offset, h->damage.segment_base,
+           h->damage.segment_next - 1, h->damage.why);
+    size_t room = cap - 1 - n; /* append keeps n < cap */
+    if (hn < room && dn > room - hn)
+        dmg[room - hn] = '\0';
+    append(out, cap, &n, "%s%s", dmg, heal);
 }
 
 static void
@@ -127,6 +143,16 @@ health_changed(void *arg)
     if (h->disk_full_refusals != ra->refusals_seen)
         vt_metric_add(sh, b->m.disk_full_refusals,
                       (int64_t)(h->disk_full_refusals - ra->refusals_seen));
+    if (h->heals != ra->heals_seen)
+        vt_metric_add(sh, b->m.heals, (int64_t)(h->heals - ra->heals_seen));
+    if (h->heal_failures != ra->heal_failures_seen)
+        vt_metric_add(sh, b->m.heal_failures,
+                      (int64_t)(h->heal_failures - ra->heal_failures_seen));
+    if (h->heal_bytes != ra->heal_bytes_seen)
+        vt_metric_add(sh, b->m.heal_bytes, (int64_t)(h->heal_bytes - ra->heal_bytes_seen));
+    ra->heals_seen = h->heals;
+    ra->heal_failures_seen = h->heal_failures;
+    ra->heal_bytes_seen = h->heal_bytes;
     ra->corruptions_seen = h->corruptions;
     ra->refusals_seen = h->disk_full_refusals;
     atomic_store_explicit(&ra->damaged_segments_g, h->damaged_segments, memory_order_relaxed);
@@ -300,7 +326,17 @@ vt_range__health_register(struct vt_broker *b)
         "Commits refused because the disk was full (retryable; nothing acknowledged).", 0);
     m->scrub_bytes = vt_metrics_counter(b->metrics, "broker_scrub_bytes_total", NULL,
                                         "Sealed-segment bytes the scrubber verified.", 0);
-    if (m->corruptions < 0 || m->disk_full_refusals < 0 || m->scrub_bytes < 0)
+    m->heals = vt_metrics_counter(b->metrics, "broker_segment_heals_total", NULL,
+                                  "Quarantined sealed segments healed from another replica "
+                                  "(every chunk checked against their manifests).", 0);
+    m->heal_failures = vt_metrics_counter(
+        b->metrics, "broker_segment_heal_failures_total", NULL,
+        "Heal attempts that failed (a source refused, was unreachable or sent other bytes; a "
+        "segment that cannot be healed).", 0);
+    m->heal_bytes = vt_metrics_counter(b->metrics, "broker_segment_heal_bytes_total", NULL,
+                                       "Bytes of sealed segments rebuilt by heals.", 0);
+    if (m->corruptions < 0 || m->disk_full_refusals < 0 || m->scrub_bytes < 0 || m->heals < 0 ||
+        m->heal_failures < 0 || m->heal_bytes < 0)
         return -ENOSPC;
     int id = vt_metrics_collector(b->metrics, collect, b);
     for (size_t k = 0; id >= 0 && k < VT_ARRAY_LEN(families); k++)

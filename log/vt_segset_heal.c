@@ -86,8 +86,8 @@ start(struct vt_segset *s, struct vt_seg *g, struct vt_segset_heal *h, struct vt
                                 "at %llu", (unsigned long long)h->m->next_offset,
                                 (unsigned long long)g->next);
     if (rc == -EBADMSG)
-        return vt_log_err_set(err, rc, path, "cannot be healed from a replica: %s; rebuild this "
-                              "replica with `vtopctl node repair`", msg);
+        return vt_log_err_set(err, rc, path, "cannot be healed from a replica (rebuild this "
+                              "replica with `vtopctl node repair`): %s", msg);
     if (rc != 0)
         return rc;
     h->cbuf = malloc(h->m->limits.chunk_bytes);
@@ -95,8 +95,8 @@ start(struct vt_segset *s, struct vt_seg *g, struct vt_segset_heal *h, struct vt
         return vt_log_err_set(err, -ENOMEM, path, "out of memory");
     rc = own_header(s, g, h->cbuf, msg, sizeof(msg), err);
     if (rc == -EBADMSG)
-        return vt_log_err_set(err, rc, path, "cannot be healed from a replica: %s; rebuild this "
-                              "replica with `vtopctl node repair`", msg);
+        return vt_log_err_set(err, rc, path, "cannot be healed from a replica (rebuild this "
+                              "replica with `vtopctl node repair`): %s", msg);
     if (rc != 0)
         return rc;
     h->cfill = h->pos = VT_SEG_HEADER_BYTES;

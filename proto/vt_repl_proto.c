@@ -26,6 +26,7 @@ vt_repl_kind_name(uint16_t kind)
     case VT_K_REPL_FENCE_RESP: return "ReplicaFenceResponse";
     case VT_K_REPL_HANDOFF: return "LeaderHandoff";
     case VT_K_REPL_READ: return "ReplicaRead";
+    case VT_K_REPL_HEAL_READ: return "HealRead";
     case VT_K_REPL_READ_RESP: return "ReplicaReadResponse";
     default: return "Unknown";
     }

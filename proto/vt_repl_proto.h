@@ -32,6 +32,13 @@
  *   83    ReplicaRead           range | epoch u64 (> 0) | leader_node 16 B | from u64 |
  *                               max_bytes u32 (> 0): a promoting leader that is
  *                               behind asks a replica for its durable batches
+ *   70    HealRead              the kind-83 body: a replica of the range (any
+ *                               role, any epoch: `epoch` is only informative and
+ *                               leader_node names the sender) asks another for the
+ *                               durable batches of a sealed segment it holds
+ *                               damaged; answered with kind 84. Nothing changes
+ *                               on the server, and the asker checks every byte
+ *                               against its own manifest (log/vt_heal.h)
  *   84    ReplicaReadResp       range | held_epoch u64 | durable u64 | next_offset u64 |
  *                               start_offset u64 | from u64 |
  *                               batches u32 len (0 .. limit) + whole record batches
@@ -92,6 +99,7 @@ enum vt_repl_kind {
     VT_K_REPL_FENCE = 75,
     VT_K_REPL_FENCE_RESP = 76,
     VT_K_REPL_READ = 83,
+    VT_K_REPL_HEAL_READ = 70, /* the kind-83 body, answered with kind 84 */
     VT_K_REPL_READ_RESP = 84,
 };
 

@@ -430,7 +430,7 @@ on_read_done(struct vt_rlog *l, int rc, const uint8_t *buf, size_t len, uint64_t
     struct vt_core *c = vt_core_self();
     VT_REPL_OWNED(rr);
     if (rc != 0) {
-        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up");
+        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up or a heal");
         return;
     }
     struct vt_repl_read_resp m = {.range = rr->cfg.ident, .held_epoch = rr->epoch,
@@ -458,9 +458,17 @@ serve_read(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
         vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "ReplicaRead: %s", why);
         return;
     }
-    if (!sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+    bool heal = r->kind == VT_K_REPL_HEAL_READ;
+    if (heal && !vt_repl__heal_sender(rr, r->peer_uuid)) {
+        char id[37];
+        vt_uuid_format(r->peer_uuid, id);
+        vt_repl__rreq_error(c, r, VT_REPL_E_INVALID_REQUEST, "HealRead from node %s refused: "
+                            "it is not a replica of range %s here", id, rr->cfg.ident.topic);
         return;
-    if (m.epoch != rr->epoch) {
+    }
+    if (!heal && !sender_ok(c, r, rr, VT_REPL_SENDER_APPEND, m.epoch))
+        return;
+    if (!heal && m.epoch != rr->epoch) {
         vt_metric_add(vt_repl__shard(rr), rr->n->cfg.m.fenced_refusals, 1);
         vt_repl__rreq_error(c, r, VT_REPL_E_FENCED, "read at epoch %llu refused: this replica "
                             "holds epoch %llu", (unsigned long long)m.epoch,
@@ -497,7 +505,7 @@ serve_read(struct vt_core *c, struct vt_rreq *r, struct vt_repl_range *rr)
     int rc = vt_rlog_read(rr->log, m.from, UINT64_MAX, cap, NULL, on_read_done, j);
     if (rc != 0) {
         free(j);
-        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up");
+        rreq_log_error(c, r, VT_REPL_ERR_READ, rc, "reading the log for a catch-up or a heal");
     }
 }
 
@@ -558,7 +566,8 @@ vt_repl__serve(struct vt_core *c, struct vt_rreq *r)
     case VT_K_REPL_HISTORY: serve_history(c, r, rr); return;
     case VT_K_REPL_HWM: serve_hwm(c, r, rr); return;
     case VT_K_REPL_HANDOFF: serve_handoff(c, r, rr); return;
-    case VT_K_REPL_READ: serve_read(c, r, rr); return;
+    case VT_K_REPL_READ:
+    case VT_K_REPL_HEAL_READ: serve_read(c, r, rr); return;
     case 77: /* ListSealed, FetchChunk, SealTail: vt_repl_xfer.c (the leader serves them) */
     case 79:
     case 81: vt_repl__serve_xfer(c, r, rr); return;

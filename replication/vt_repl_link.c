@@ -518,7 +518,7 @@ known_kind(uint16_t k)
 {
     return k == VT_K_REPL_APPEND || k == VT_K_REPL_HWM || k == VT_K_REPL_STATUS ||
            k == VT_K_REPL_HISTORY || k == VT_K_REPL_FENCE || k == VT_K_REPL_HANDOFF ||
-           k == VT_K_REPL_READ || k == VT_K_XFER_LIST || k == VT_K_XFER_FETCH ||
+           k == VT_K_REPL_READ || k == VT_K_REPL_HEAL_READ || k == VT_K_XFER_LIST || k == VT_K_XFER_FETCH ||
            k == VT_K_XFER_SEAL_TAIL;
 }
 

@@ -68,6 +68,24 @@ enum vt_repl_rstate { VT_RR_OPENING = 0, VT_RR_READY, VT_RR_DOWN };
 
 struct vt_repl_qwait;
 
+/* Healing a quarantined sealed segment from the other replicas
+ * (vt_repl_heal.c). owner: the range's core */
+struct vt_repl_heal {
+    bool active;             /* the log runs a heal this driver feeds */
+    bool step;               /* a log step is in flight */
+    uint16_t wait;           /* the kind awaited from the source (0: none) */
+    bool resend;             /* the request could not be sent yet: the tick retries */
+    uint32_t src;            /* the follower index asked */
+    uint32_t tried;          /* sources tried for this segment */
+    uint32_t rounds;         /* rounds in a row in which every source failed */
+    uint64_t gen;            /* answers of an earlier request are ignored */
+    uint64_t deadline_ns;    /* for the awaited answer, or the link to come up */
+    uint64_t next_try_ns;    /* no new heal before */
+    uint64_t skip_below;     /* segments below this base were found unhealable */
+    uint64_t base, next, want;
+    uint64_t copied;         /* batch bytes fed for this segment */
+};
+
 /* A running promotion (vt_repl_promote.c). owner: the range's core */
 struct vt_repl_promotion {
     uint64_t epoch;
@@ -121,6 +139,7 @@ struct vt_repl_range {
     uint64_t cu_gen;             /* bumped by every promotion and catch-up step: stale log callbacks */
     void (*ready)(void *arg);
     void *ready_arg;
+    struct vt_repl_heal heal;
     struct vt_repl_qwait *qw;    /* leader: produce waiting for the quorum */
     uint32_t qw_head, qw_n, qw_cap;
     struct vt_timer tick;
@@ -137,6 +156,7 @@ struct vt_peer_req_tag {
     uint64_t inc;  /* the range's driver incarnation (struct vt_repl_range.lead_inc) */
     bool probe;    /* a fence sent while promoting: it cuts nothing */
     bool catchup;  /* a catch-up request (history or read) of generation `gen` */
+    bool heal;     /* a HealRead of heal generation `gen` (vt_repl_heal.c) */
 };
 
 enum vt_repl_link_event { VT_REPL_LINK_UP, VT_REPL_LINK_DOWN, VT_REPL_LINK_DRAIN };
@@ -247,6 +267,18 @@ void vt_repl__promote_behind(struct vt_repl_range *rr, const char *reason);
 void vt_repl__promote_reprobe(struct vt_repl_range *rr);
 /* The range core's peer link for follower f (NULL: none yet). */
 struct vt_peer_link *vt_repl__follower_link(struct vt_repl_range *rr, uint32_t f);
+
+/* ---- healing a quarantined segment from another replica (vt_repl_heal.c) ------------ */
+
+/* The tick: starts a heal when the log has quarantined segments, retries a
+ * deferred send, and gives up on a source that does not answer. */
+void vt_repl__heal_tick(struct vt_repl_range *rr, uint64_t now);
+/* An answer to a HealRead (tag->heal). */
+void vt_repl__heal_answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, int rc,
+                          uint16_t kind, const uint8_t *payload, size_t len);
+/* Whether `node` is another member of the range's replica set (who may
+ * send it a HealRead). */
+bool vt_repl__heal_sender(const struct vt_repl_range *rr, const uint8_t node[16]);
 
 /* Free a range (its owner core, or the main thread). */
 void vt_repl__range_free(struct vt_repl_range *rr);

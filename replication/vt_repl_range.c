@@ -271,6 +271,7 @@ on_tick(struct vt_core *core, struct vt_timer *t)
     if (driving)
         vt_repl_leader_pump(rr->lead);
     vt_repl__promote_tick(rr);
+    vt_repl__heal_tick(rr, now);
     publish_followers(rr);
     if (!rr->stopped)
         vt_timer_arm(core, &rr->tick, TICK_MS);
@@ -602,6 +603,10 @@ void
 vt_repl__answer(struct vt_repl_range *rr, const struct vt_peer_req_tag *tag, uint16_t sent_kind,
                 int rc, uint16_t kind, const uint8_t *payload, size_t len)
 {
+    if (tag->heal) {
+        vt_repl__heal_answer(rr, tag, rc, kind, payload, len);
+        return;
+    }
     if (tag->catchup) { /* the driver is down while the leader copies */
         vt_repl__catchup_answer(rr, tag, sent_kind, rc, kind, payload, len);
         return;
