@@ -87,6 +87,7 @@ struct repair {
     struct vt_xfer_sealed *e;
     uint32_t n;
     uint64_t start, sealed_end, committed;
+    uint64_t first_base; /* where the adopted prefix starts (the first listed base) */
     struct vt_epoch_entry hist[VT_EPOCH_HISTORY_MAX];
     uint32_t n_hist;
     /* progress */
@@ -357,6 +358,7 @@ transfer(struct repair *r, uint64_t *end)
     struct vt_xfer_recv_src src = {.fetch = src_fetch, .progress = src_progress, .arg = r,
                                    .chunk_bytes = CHUNK};
     *end = r->n > 0 ? r->e[0].base : r->start;
+    r->first_base = *end;
     for (uint32_t i = 0; i < r->n; i++) {
         struct vt_log_err le = {0};
         int rc = vt_xfer_recv_segment(&vt_file_posix, r->into, &r->e[i], &src, &r->st, &le);
@@ -398,7 +400,7 @@ report(struct repair *r, uint64_t end, uint64_t target, const char *cause, uint6
     printf("repaired %s at epoch %" PRIu64 ": %u segments (%u adopted, %u already there), "
            "%.1f MiB fetched in %.2f s (%.1f MiB/s), offsets [%" PRIu64 ", %" PRIu64 ")\n",
            r->into, r->epoch, r->n, r->st.adopted, r->st.skipped, mb, secs,
-           secs > 0 ? mb / secs : 0.0, r->start, end);
+           secs > 0 ? mb / secs : 0.0, r->first_base, end);
     if (cause != NULL)
         printf("gap: [%" PRIu64 ", %" PRIu64 ") remains: %s\n", end, target, cause);
 }
@@ -552,6 +554,15 @@ run(struct repair *r)
     r->committed = committed;
     r->n = listed;
     char why[768];
+    if (r->lost_at != UINT32_MAX && r->st.adopted + r->st.skipped == 0) {
+        /* the first fetch found its segment reclaimed and nothing was
+           adopted: the directory keeps its marker (it never opens as a range
+           starting at a base the leader no longer holds; the same command
+           with a fresh listing resumes into it) */
+        const char *cause = gap_cause(r, end, target, why, sizeof(why));
+        report(r, end, target, cause, vt_clock_mono_ms() - r->t0_ms);
+        return CTL_EXIT_FAIL;
+    }
     if (vt_xfer_recv_finish(&vt_file_posix, r->into, r->hist, r->n_hist, end, &le) != 0) {
         ctl_errorf("node repair: %s: %s", le.path, le.msg);
         const char *lost = r->lost_at != UINT32_MAX ? gap_cause(r, end, target, why,

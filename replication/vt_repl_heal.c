@@ -173,7 +173,7 @@ on_finished(struct vt_rlog *l, int rc, const struct vt_log_err *err,
     char id[37];
     src_id(rr, id);
     if (rc == 0) {
-        VT_INFO("range %s: segment %llu ([%llu, %llu)) healed from node %s: %llu bytes copied, "
+        VT_INFO("range %s: segment %llu ([%llu, %llu)) healed from node %s (%llu bytes fetched), "
                 "every chunk matched its manifest", rr->cfg.ident.topic,
                 (unsigned long long)span->base, (unsigned long long)span->base,
                 (unsigned long long)span->next, id, (unsigned long long)h->copied);

@@ -5,7 +5,8 @@
  *                    "source=ADDR" (the connecting socket's address)
  *   toy lose FILE    writes "synced." and fdatasyncs, then pwrites "XX" over
  *                    its start, appends "unsynced", grows the file with
- *                    ftruncate, and SIGKILLs itself */
+ *                    ftruncate, and SIGKILLs itself
+ *   toy flock DIR    takes an exclusive flock on DIR and prints "flock=RC" */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -81,6 +83,17 @@ toy_connect(void)
     return 0;
 }
 
+static int
+toy_flock(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return 1;
+    printf("flock=%d\n", flock(fd, LOCK_EX | LOCK_NB));
+    close(fd);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -92,6 +105,8 @@ main(int argc, char **argv)
         return toy_connect();
     if (argc == 3 && strcmp(argv[1], "lose") == 0)
         return toy_lose(argv[2]);
-    fputs("usage: toy fsync FILE | clock | connect | lose FILE\n", stderr);
+    if (argc == 3 && strcmp(argv[1], "flock") == 0)
+        return toy_flock(argv[2]);
+    fputs("usage: toy fsync FILE | clock | connect | lose FILE | flock DIR\n", stderr);
     return 2;
 }

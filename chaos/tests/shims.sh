@@ -2,7 +2,8 @@
 # The chaos LD_PRELOAD shims on a toy program (chaos/shims/toy.c): fsync EIO
 # only while the trigger file exists; wall clock shifted, monotonic not,
 # marker written; outgoing connections bound to VTOP_BIND_SOURCE; lose-unsynced: after a SIGKILL the restore tool leaves
-# exactly the synced bytes. Usage: shims.sh CHAOS_BUILD_DIR
+# exactly the synced bytes; flock gate: flock waits while the gate file
+# exists and goes on once it is removed. Usage: shims.sh CHAOS_BUILD_DIR
 set -uo pipefail
 out=$1
 toy=$out/vt_chaos_toy
@@ -67,6 +68,22 @@ VTOP_LOSE_DIR=$work/data VTOP_LOSE_UNDO_DIR=$work/undo LD_PRELOAD=$out/libvtop_l
     "$toy" lose "$work/other" 2>/dev/null
 check "outside VTOP_LOSE_DIR: no journal" "$(find "$work/undo" -name '*.undo' | wc -l)" 0
 check "outside VTOP_LOSE_DIR: bytes kept" "$(stat -c %s "$work/other")" 4096
+
+# flock gate
+mkdir -p "$work/lockdir"
+check "flock without a gate" \
+    "$(VTOP_FLOCK_GATE=$work/gate LD_PRELOAD=$out/libvtop_flock_gate.so "$toy" flock "$work/lockdir")" \
+    "flock=0"
+touch "$work/gate"
+VTOP_FLOCK_GATE=$work/gate LD_PRELOAD=$out/libvtop_flock_gate.so "$toy" flock "$work/lockdir" \
+    >"$work/gate.out" &
+gp=$!
+sleep 0.5
+check "flock held at the gate" "$(cat "$work/gate.out")" ""
+check "the gated toy still runs" "$(kill -0 "$gp" 2>/dev/null && echo yes)" yes
+rm -f "$work/gate"
+wait "$gp"
+check "flock after the gate opens" "$(cat "$work/gate.out")" "flock=0"
 
 [ "$fails" = 0 ] || { echo "$fails shim check(s) failed"; exit 1; }
 echo "PASS: shims"

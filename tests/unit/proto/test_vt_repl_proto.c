@@ -466,8 +466,9 @@ test_vt_repl_kind_and_error_names(void **state)
         {VT_K_REPL_HANDOFF, "LeaderHandoff"},
         {VT_K_REPL_READ, "ReplicaRead"},
         {VT_K_REPL_READ_RESP, "ReplicaReadResponse"},
+        {VT_K_REPL_HEAL_READ, "HealRead"},
         {0, "Unknown"},
-        {70, "Unknown"},
+        {71, "Unknown"},
     };
     for (size_t i = 0; i < VT_ARRAY_LEN(kinds); i++)
         assert_string_equal(vt_repl_kind_name(kinds[i].kind), kinds[i].name);
