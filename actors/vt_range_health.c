@@ -117,9 +117,8 @@ reason_text(struct vt_range_actor *ra, const struct vt_rlog_health *h, char *out
     if (h->heal_why[0] != '\0')
         append(heal, sizeof(heal), &hn, "; last heal attempt: %s", h->heal_why);
     if (!ra->br.replicated)
-        append(heal, sizeof(heal), &hn, "; no other replica holds them: offsets %" PRIu64
-               "..%" PRIu64 " are lost unless restored from a copy", h->damage.offset,
-               h->damage.segment_next - 1);
+        append(heal, sizeof(heal), &hn, "; no other replica: lost from offset %" PRIu64,
+               h->damage.offset);
     char dmg[VT_PROTO_STORAGE_REASON_MAX + 1];
     size_t dn = 0;
     dmg[0] = '\0';
