@@ -9,6 +9,8 @@
 # wiped; `vtopctl node repair --seal-tail --json` from node 1 while produce
 # runs at half load on the same range; p99 at half load with node 2 still
 # down and no repair; and, for reference, the same repair with no produce.
+# Then the same repair paced with --max-rate at half of min(disk, TLS), so the
+# trade between repair rate and produce p99 shows at the target rate.
 # Printed: repair MB/s and seconds, the ratio repair / min(disk, tls) against
 # the target 0.50, the p99 ratio against the target 2x, and the CPU seconds
 # of each node process (/proc/PID/stat utime+stime) next to every rate.
@@ -198,30 +200,36 @@ say "node 2 stopped by PID, its range directory wiped; repair --seal-tail from n
 cl_kill 2 KILL
 rm -rf "$fdir"
 cl_client_cfg 1 "$R" "$work/op.yaml"
-windows rep 100000 &
-loop_pid=$!
-sleep 1
-c0=$(cpus)
-t0=$(date +%s%N)
-rc=0
-timed "$work/rep.cpu" "$bin/vtopctl" node repair --config "$work/op.yaml" --from "$leader_addr" --into "$fdir" \
-    --seal-tail --json >"$work/repair.out" 2>&1 || rc=$?
-t1=$(date +%s%N)
-c1=$(cpus)
-touch "$work/stop"
-wait "$loop_pid" || die "produce during the repair"
-loop_pid=""
-rm -f "$work/stop"
-sum=$(tail -n 1 "$work/repair.out")
-[ "$rc" -eq 0 ] || die "repair exit $rc: $(cat "$work/repair.out")"
-grep -q '"gap":0,' <<<"$sum" || die "repair left a gap: $sum"
-echo "repair: $sum"
-fetched=$(grep -o '"fetched_bytes":[0-9]*' <<<"$sum" | cut -d: -f2)
-rsec=$(grep -o '"seconds":[0-9.]*' <<<"$sum" | cut -d: -f2)
-rep_mb=$(awk -v b="$fetched" -v s="$rsec" 'BEGIN {printf "%.1f", b / s / 1e6}')
-read -r p99_rep n_rep < <(p99 rep)
-echo "repair under half load: $fetched bytes in $rsec s = $rep_mb MB/s (wall $(((t1 - t0) / 1000000)) ms), $(cpu_delta "$c0" "$c1")$(ctl_cpu "$work/rep.cpu")"
-echo "p99 during repair: $p99_rep ms over $n_rep requests"
+# under_load NAME DIR [ARGS...]: `vtopctl node repair --seal-tail ARGS` into DIR
+# while half-load windows NAME run; sets rep_mb, p99_rep, n_rep and prints them.
+under_load() {
+    local name=$1 dir=$2 c0 c1 t0 t1 rc=0 sum fetched rsec
+    shift 2
+    windows "$name" 100000 &
+    loop_pid=$!
+    sleep 1
+    c0=$(cpus)
+    t0=$(date +%s%N)
+    timed "$work/$name.cpu" "$bin/vtopctl" node repair --config "$work/op.yaml" \
+        --from "$leader_addr" --into "$dir" --seal-tail --json "$@" >"$work/$name.out" 2>&1 || rc=$?
+    t1=$(date +%s%N)
+    c1=$(cpus)
+    touch "$work/stop"
+    wait "$loop_pid" || die "produce during the repair"
+    loop_pid=""
+    rm -f "$work/stop"
+    sum=$(tail -n 1 "$work/$name.out")
+    [ "$rc" -eq 0 ] || die "repair exit $rc: $(cat "$work/$name.out")"
+    grep -q '"gap":0,' <<<"$sum" || die "repair left a gap: $sum"
+    echo "repair: $sum"
+    fetched=$(grep -o '"fetched_bytes":[0-9]*' <<<"$sum" | cut -d: -f2)
+    rsec=$(grep -o '"seconds":[0-9.]*' <<<"$sum" | cut -d: -f2)
+    rep_mb=$(awk -v b="$fetched" -v s="$rsec" 'BEGIN {printf "%.1f", b / s / 1e6}')
+    read -r p99_rep n_rep < <(p99 "$name")
+    echo "repair under half load${*:+ ($*)}: $fetched bytes in $rsec s = $rep_mb MB/s (wall $(((t1 - t0) / 1000000)) ms), $(cpu_delta "$c0" "$c1")$(ctl_cpu "$work/$name.cpu")"
+    echo "p99 during repair${*:+ ($*)}: $p99_rep ms over $n_rep requests"
+}
+under_load rep "$fdir"
 
 say "node 2 still down, no repair: $nwin windows of 2 s at half load"
 c0=$(cpus)
@@ -242,13 +250,23 @@ isec=$(grep -o '"seconds":[0-9.]*' <<<"$isum" | cut -d: -f2)
 idle_mb=$(awk -v b="$ifetched" -v s="$isec" 'BEGIN {printf "%.1f", b / s / 1e6}')
 echo "repair with no produce: $ifetched bytes in $isec s = $idle_mb MB/s, $(cpu_delta "$c0" "$c1")$(ctl_cpu "$work/idle.cpu")"
 
-# --- against the targets ---------------------------------------------------------------------
 lim=$(awk -v d="$disk_mb" -v t="$tls_mb" 'BEGIN {print (d < t) ? d : t}')
+cap_b=$(awk -v l="$lim" 'BEGIN {printf "%d", l * 1e6 / 2}')
+say "paced: the repair under half load with --max-rate $cap_b (half of min(disk, TLS)), into a fresh directory"
+caught_up
+full_mb=$rep_mb p99_full=$p99_rep
+under_load capped "$work/capped" --max-rate "$cap_b"
+cap_mb=$rep_mb p99_cap=$p99_rep
+rep_mb=$full_mb p99_rep=$p99_full
+
+# --- against the targets ---------------------------------------------------------------------
 awk -v r="$rep_mb" -v l="$lim" -v d="$disk_mb" -v t="$tls_mb" -v i="$idle_mb" -v pb="$p99_base" \
-    -v pd="$p99_down" -v pr="$p99_rep" 'BEGIN {
+    -v pd="$p99_down" -v pr="$p99_rep" -v cm="$cap_mb" -v pc="$p99_cap" 'BEGIN {
     q = r / l; p = pr / pb; pdn = pr / pd
     printf "summary: repair %.1f MB/s under half load (%.1f MB/s with no produce); disk %.1f MB/s, TLS %.1f MB/s; repair / min = %.2f (target >= 0.50: %s)\n",
         r, i, d, t, q, (q >= 0.5) ? "met" : "MISSED"
     printf "summary: produce p99 %.2f ms during repair, %.2f ms without (3 nodes): ratio %.2f (target <= 2: %s); %.2f ms with node 2 down and no repair: ratio %.2f\n",
         pr, pb, p, (p <= 2) ? "met" : "MISSED", pd, pdn
+    printf "summary: paced to half of min(disk, TLS): repair %.1f MB/s (repair / min = %.2f: %s), produce p99 %.2f ms: ratio %.2f (target <= 2: %s)\n",
+        cm, cm / l, (cm / l >= 0.5 * 0.95) ? "met" : "MISSED", pc, pc / pb, (pc / pb <= 2) ? "met" : "MISSED"
 }'

@@ -26,6 +26,7 @@
 #include "ctl_repl_client.h"
 #include "vt_clock.h"
 #include "vt_client_config.h"
+#include "vt_config.h"
 #include "vt_config_tls.h"
 #include "vt_repl_proto.h"
 #include "vt_repl_xfer_proto.h"
@@ -36,7 +37,8 @@
 
 static const char repair_usage[] =
     "usage: vtopctl node repair --config CLIENT.yaml --from [UUID@]HOST:PORT --into DIR\n"
-    "                           [--seal-tail] [--json] [--timeout-seconds T]\n"
+    "                           [--seal-tail] [--max-rate SIZE] [--json]\n"
+    "                           [--timeout-seconds T]\n"
     "\n"
     "Rebuilds the range directory DIR of a replica (an empty or new directory,\n"
     "or one an interrupted repair left) from the range's leader: sealed\n"
@@ -52,6 +54,9 @@ static const char repair_usage[] =
     "  --into DIR             the replica's range directory\n"
     "  --seal-tail            ask the leader to seal its tail first, so the repair\n"
     "                         reaches its whole committed position\n"
+    "  --max-rate SIZE        fetch at most SIZE bytes per second (e.g. 100MiB; default:\n"
+    "                         as fast as the leader answers): a repair that shares a\n"
+    "                         disk or link with produce leaves it room\n"
     CTL_FORMAT_USAGE
     "  --timeout-seconds T    connect and per-answer timeout (default 10)\n"
     "  --epoch E              use fencing epoch E instead of asking the leader (a\n"
@@ -65,6 +70,7 @@ const struct option ctl_repair_options[] = {
     {"from", required_argument, NULL, 'f'},
     {"into", required_argument, NULL, 'i'},
     {"seal-tail", no_argument, NULL, 's'},
+    {"max-rate", required_argument, NULL, 'r'},
     CTL_FORMAT_OPTIONS,
     {"timeout-seconds", required_argument, NULL, 't'},
     {"epoch", required_argument, NULL, 'e'},
@@ -76,6 +82,7 @@ struct repair {
     const char *config, *from, *into;
     bool seal, json;
     uint64_t timeout_s;
+    uint64_t max_rate, paced_bytes, paced_t0_ms; /* --max-rate: bytes/s, 0 = none */
     struct vt_client_config cfg;
     char host[256], cn[64];
     uint16_t port;
@@ -134,6 +141,14 @@ parse_args(int argc, char **argv, struct repair *r)
         case 'f': r->from = optarg; break;
         case 'i': r->into = optarg; break;
         case 's': r->seal = true; break;
+        case 'r': {
+            const char *why = NULL;
+            if (vt_cfg_parse_size(optarg, strlen(optarg), &r->max_rate, &why) != 0 ||
+                r->max_rate < 65536)
+                return ctl_usage_error(repair_usage, "--max-rate %s: %s", optarg,
+                                       why != NULL ? why : "at least 64KiB (per second)");
+            break;
+        }
         case 't':
             if (ctl_opt_u64(repair_usage, "--timeout-seconds", optarg, 1, 3600, &r->timeout_s))
                 return CTL_EXIT_USAGE;
@@ -294,11 +309,29 @@ get_history(struct repair *r)
 
 /* ---- the receiver's source ---------------------------------------------------------- */
 
+/* --max-rate: before a fetch, waits until the bytes fetched so far are
+ * within the rate since the first fetch. */
+static void
+pace(struct repair *r)
+{
+    if (r->max_rate == 0)
+        return;
+    uint64_t now = vt_clock_mono_ms();
+    if (r->paced_t0_ms == 0)
+        r->paced_t0_ms = now;
+    uint64_t due = r->paced_t0_ms + r->paced_bytes * 1000u / r->max_rate;
+    if (due > now) {
+        struct timespec ts = {(time_t)((due - now) / 1000u), (long)((due - now) % 1000u) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int
 src_fetch(void *arg, const struct vt_xfer_sealed *e, int art, uint64_t offset, uint8_t *out,
           size_t cap, size_t *len, uint64_t *total, char *why, size_t why_len)
 {
     struct repair *r = arg;
+    pace(r);
     uint8_t buf[512];
     struct vt_wr w;
     vt_wr_init(&w, buf, sizeof(buf));
@@ -324,6 +357,7 @@ src_fetch(void *arg, const struct vt_xfer_sealed *e, int art, uint64_t offset, u
         return rc;
     }
     memcpy(out, m.data, m.data_len);
+    r->paced_bytes += m.data_len;
     *len = m.data_len;
     *total = m.total_bytes;
     return 0;

@@ -95,6 +95,16 @@ px_fallocate(void *ctx, int fd, uint64_t off, uint64_t len)
 }
 
 static int
+px_writeback(void *ctx, int fd, uint64_t off, uint64_t len, int wait)
+{
+    (void)ctx;
+    unsigned flags = SYNC_FILE_RANGE_WRITE;
+    if (wait)
+        flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    return sync_file_range(fd, (off_t)off, (off_t)len, flags) == 0 ? 0 : -errno;
+}
+
+static int
 px_ftruncate(void *ctx, int fd, uint64_t len)
 {
     (void)ctx;
@@ -155,6 +165,7 @@ const struct vt_file_ops vt_file_posix = {
     .ftruncate = px_ftruncate,
     .listdir = px_listdir,
     .stat_size = px_stat_size,
+    .writeback = px_writeback,
 };
 
 ssize_t

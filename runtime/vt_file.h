@@ -34,6 +34,11 @@ struct vt_file_ops {
     /* Size of `path` and whether it is a regular file (following symlinks);
      * -ENOENT if missing. */
     int (*stat_size)(void *ctx, const char *path, uint64_t *size, int *is_regular);
+    /* Optional (NULL: not offered). Starts writeback of [off, off + len) and,
+     * with `wait`, waits for it (sync_file_range: no metadata, no barrier —
+     * it only bounds how much a later fdatasync has to write; never a
+     * durability point). */
+    int (*writeback)(void *ctx, int fd, uint64_t off, uint64_t len, int wait);
 };
 
 extern const struct vt_file_ops vt_file_posix;
