@@ -150,6 +150,7 @@ stage_art(const struct vt_file_ops *ops, const char *path, const struct vt_xfer_
     if (have > 0 && src->progress != NULL)
         src->progress(src->arg, have);
     uint64_t wb_prev = have, wb_done = have;
+    uint64_t wb_window = src->writeback_bytes != 0 ? src->writeback_bytes : WB_WINDOW;
     while (rc == 0 && have < want) {
         size_t len = 0;
         uint64_t total = 0;
@@ -174,7 +175,7 @@ stage_art(const struct vt_file_ops *ops, const char *path, const struct vt_xfer_
         }
         have += len;
         st->fetched_bytes += len;
-        if (ops->writeback != NULL && have - wb_done >= WB_WINDOW) {
+        if (ops->writeback != NULL && have - wb_done >= wb_window) {
             /* errors here come back from the fdatasync below */
             (void)ops->writeback(ops->ctx, fd, wb_done, have - wb_done, 0);
             if (wb_done > wb_prev)

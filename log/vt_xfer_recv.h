@@ -51,6 +51,9 @@ struct vt_xfer_recv_src {
     void (*progress)(void *arg, uint64_t bytes);
     void *arg;
     size_t chunk_bytes; /* per fetch, 1..1 MiB */
+    /* writeback window when the ops offer writeback (0: 8 MiB); see
+     * vt_xfer_recv.c */
+    uint64_t writeback_bytes;
 };
 
 struct vt_xfer_recv_stats {

@@ -114,7 +114,12 @@ nseg=$(find "$(d1)" -name 'range-*.segment' | wc -l)
 [ "$nseg" -ge 4 ] || fail "only $nseg sealed segments on the leader"
 
 # --- 2. repair under load ----------------------------------------------------------------
-step "2: repair node 2 with --seal-tail while 200000 quorum records are produced"
+out=$(repair --into "$CL_WORK/never" --max-rate 1000 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] || fail "--max-rate 1000: exit $rc, want 2: $out"
+printf '%s\n' "$out" | grep -q -- "--max-rate 1000: at least 64KiB" || fail "--max-rate 1000: $out"
+[ ! -e "$CL_WORK/never" ] || fail "a refused repair made its directory"
+step "2: repair node 2 with --seal-tail (paced: --max-rate 40MiB) while 200000 quorum records are produced"
 produce 200000 "$total" --acked-file "$CL_WORK/acked" >"$CL_WORK/p.out" 2>"$CL_WORK/p.err" &
 bg=$!
 for _ in $(seq 1 200); do
@@ -123,7 +128,7 @@ for _ in $(seq 1 200); do
     sleep 0.05
 done
 t0=$(date +%s%N)
-out=$(repair --into "$(d2)" --seal-tail --json 2>&1)
+out=$(repair --into "$(d2)" --seal-tail --max-rate 40MiB --json 2>&1)
 rc=$?
 t1=$(date +%s%N)
 echo "repair: exit $rc, $(((t1 - t0) / 1000000)) ms: $out"

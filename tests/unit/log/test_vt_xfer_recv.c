@@ -271,6 +271,54 @@ test_vt_xfer_recv_interrupted_resumes(void **state)
         assert_same_file(f, names[i]);
 }
 
+/* Writeback behind the fetch: every call covers the bytes written since the
+ * last one (started, never waited) or the window before (waited for), in
+ * order, so at most two windows are dirty; the result is unchanged. */
+static struct {
+    uint64_t started, waited; /* ends of the ranges started and waited for */
+    int calls, waits;
+    bool out_of_order;
+} wb;
+
+static int
+rec_writeback(void *ctx, int fd, uint64_t off, uint64_t len, int wait)
+{
+    (void)ctx;
+    (void)fd;
+    if (off == 0 && !wait) /* a new artifact */
+        wb.started = wb.waited = 0;
+    uint64_t *end = wait ? &wb.waited : &wb.started;
+    if (off != *end || len == 0 || (wait && off + len > wb.started))
+        wb.out_of_order = true;
+    *end = off + len;
+    wb.calls++;
+    wb.waits += wait != 0;
+    return 0;
+}
+
+static void
+test_vt_xfer_recv_writes_back_behind_the_fetch(void **state)
+{
+    struct fx *f = *state;
+    struct vt_file_ops ops = vt_file_posix;
+    ops.writeback = rec_writeback;
+    memset(&wb, 0, sizeof(wb));
+    bool resumed;
+    assert_int_equal(vt_xfer_recv_begin(&ops, f->dst, &resumed, &f->err), 0);
+    struct vt_xfer_recv_src src = source(f);
+    src.writeback_bytes = 8192;
+    struct vt_xfer_recv_stats st = {0};
+    for (uint32_t i = 0; i < f->n; i++)
+        if (vt_xfer_recv_segment(&ops, f->dst, &f->e[i], &src, &st, &f->err) != 0)
+            fail_msg("%s (%s)", f->err.msg, f->err.path);
+    assert_int_equal(st.adopted, 4);
+    assert_false(wb.out_of_order);
+    assert_true(wb.waits > 0);
+    assert_true(wb.calls > wb.waits);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        assert_same_file(f, names[i]);
+}
+
 static void
 test_vt_xfer_recv_directory_rules(void **state)
 {
@@ -301,6 +349,7 @@ main(void)
         T(test_vt_xfer_recv_corrupt_manifest_refused),
         T(test_vt_xfer_recv_interrupted_resumes),
         T(test_vt_xfer_recv_directory_rules),
+        T(test_vt_xfer_recv_writes_back_behind_the_fetch),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
