@@ -34,44 +34,8 @@ CL_LIMITS="{max_segment: 256KiB, max_batch: 64KiB, max_record: 16KiB}"
 # shellcheck source=scripts/cluster-lib.sh
 . "$CL_TOP/scripts/cluster-lib.sh"
 R=$(echo "$CL_RANGES" | cut -d' ' -f1)
-bg=""
-cleanup() {
-    [ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null
-    cl_stop_all
-    [ -n "${VT_KEEP_WORK:-}" ] || rm -rf "$CL_WORK"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    local n
-    for n in 1 2 3; do
-        [ -f "$CL_WORK/n$n.log" ] || continue
-        echo "--- node $n log" >&2
-        tail -15 "$CL_WORK/n$n.log" >&2
-    done
-    exit 1
-}
-step() { echo "== $* ($SECONDS s)"; }
-ctl() { "$CL_BIN/vtopctl" "$@"; }
-status() { ctl node status --config "$CL_WORK/c$1.yaml" --json --timeout-seconds 5 2>/dev/null; }
-field() { printf '%s\n' "$1" | grep -o "\"$2\":[0-9]*" | head -n 1 | cut -d: -f2; }
-wait_for() {
-    local what=$1 i
-    shift
-    for i in $(seq 1 300); do
-        "$@" && return 0
-        sleep 0.1
-        : "$i"
-    done
-    fail "timed out waiting for $what"
-}
-caught_up() {
-    local s c h
-    s=$(status "$1") || return 1
-    c=$(field "$s" committed)
-    h=$(field "$s" hwm)
-    [ -n "$c" ] && [ -n "$h" ] && [ "$c" -ge "$2" ] && [ "$h" -ge "$2" ]
-}
+# shellcheck source=tests/integration/cluster_test_lib.sh
+. "$CL_TOP/tests/integration/cluster_test_lib.sh"
 produce() {
     local n=$1 first=$2
     shift 2

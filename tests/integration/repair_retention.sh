@@ -31,20 +31,8 @@ CL_LIMITS="{max_record: 4KiB, max_batch: 16KiB, max_segment: 64KiB, retention_by
 # shellcheck source=scripts/cluster-lib.sh
 . "$CL_TOP/scripts/cluster-lib.sh"
 R=$(echo "$CL_RANGES" | cut -d' ' -f1)
-rp=""
-cleanup() {
-    [ -n "$rp" ] && kill -KILL "$rp" 2>/dev/null
-    cl_stop_all
-    [ -n "${VT_KEEP_WORK:-}" ] || rm -rf "$CL_WORK"
-}
-trap cleanup EXIT
-fail() {
-    echo "FAIL: $*" >&2
-    [ -f "$CL_WORK/n1.log" ] && { echo "--- node 1 log" >&2; tail -15 "$CL_WORK/n1.log" >&2; }
-    exit 1
-}
-step() { echo "== $* ($SECONDS s)"; }
-ctl() { "$CL_BIN/vtopctl" "$@"; }
+# shellcheck source=tests/integration/cluster_test_lib.sh
+. "$CL_TOP/tests/integration/cluster_test_lib.sh"
 first=0
 produce() {
     local out
@@ -74,16 +62,16 @@ VTOP_FLOCK_GATE=$gate LD_PRELOAD=$shim \
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
     "$CL_BIN/vtopctl" node repair --config "$CL_WORK/c1.yaml" --from "$leader_addr" \
     --into "$into" >"$CL_WORK/r1.out" 2>&1 &
-rp=$!
+bg=$!
 # --into is made after the listing, right before the gated flock
 for _ in $(seq 1 500); do
     [ -d "$into" ] && break
-    kill -0 "$rp" 2>/dev/null || fail "the repair ended before the gate: $(cat "$CL_WORK/r1.out")"
+    kill -0 "$bg" 2>/dev/null || fail "the repair ended before the gate: $(cat "$CL_WORK/r1.out")"
     sleep 0.02
 done
 [ -d "$into" ] || fail "the repair did not reach the gate: $(cat "$CL_WORK/r1.out")"
 [ -z "$(find "$into" -mindepth 1 | head -n 1)" ] || fail "the repair wrote before the gate"
-echo "repair $rp held at its flock; the leader held ${#held[@]} segments: ${held[*]}"
+echo "repair $bg held at its flock; the leader held ${#held[@]} segments: ${held[*]}"
 
 step "2: retention reclaims every segment the repair listed"
 gone() {
@@ -97,14 +85,14 @@ for _ in $(seq 1 40); do
 done
 for _ in $(seq 1 100); do gone && break; sleep 0.1; done
 gone || fail "retention kept a listed segment: $(find "$d1" -name 'range-*.segment' -printf '%f ')"
-kill -0 "$rp" 2>/dev/null || fail "the repair did not wait at the gate: $(cat "$CL_WORK/r1.out")"
+kill -0 "$bg" 2>/dev/null || fail "the repair did not wait at the gate: $(cat "$CL_WORK/r1.out")"
 echo "retention reclaimed them (now: $(find "$d1" -name 'range-*.segment' -printf '%f ' | head -c 300))"
 rm -f "$gate"
 
 step "3: the fetch of a reclaimed segment: exit 1, its gap and cause"
-wait "$rp"
+wait "$bg"
 rc=$?
-rp=""
+bg=""
 out=$(cat "$CL_WORK/r1.out")
 echo "repair: exit $rc: $out"
 [ "$rc" -eq 1 ] || fail "repair exit $rc, want 1: $out"
