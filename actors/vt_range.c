@@ -862,6 +862,12 @@ on_open(struct vt_rlog *l, int rc, const struct vt_log_err *err,
             "uncommitted bytes cut%s", br->ident.topic, (double)rec->duration_ns / 1e9,
             (unsigned long long)vt_rlog_committed(l), rec->sealed_segments,
             (unsigned long long)rec->truncated_bytes, rec->created ? " (new range)" : "");
+    if (rec->boundary_slot_damaged)
+        VT_WARN("range %s (%s): DAMAGE in the tail's commit boundary (slot %u): the other "
+                "slot's boundary was used, %llu checksummed bytes (%llu records) beyond it were "
+                "kept, not cut, and the boundary was rewritten", br->ident.topic, br->dir,
+                rec->damaged_slot, (unsigned long long)rec->kept_bytes,
+                (unsigned long long)rec->kept_records);
     if (ra->repl != NULL) {
         vt_repl_range_opened(ra->repl, vt_core_self(), l, range_ready, ra);
         return;

@@ -128,6 +128,15 @@ slot_decode(const uint8_t *s, unsigned slot, const uint8_t id[16], struct vt_com
     return SLOT_VALID;
 }
 
+bool
+vt_commit_slot_damaged(const uint8_t *buf, unsigned slot)
+{
+    VT_ASSERT(slot < 2);
+    struct vt_commit_point cp;
+    static const uint8_t any[16];
+    return slot_decode(buf + slot * VT_COMMIT_SLOT_BYTES, slot, any, &cp) == SLOT_DAMAGED;
+}
+
 int
 vt_commit_decode(const uint8_t *buf, size_t len, const uint8_t segment_id[16],
                  struct vt_commit_point *cp, unsigned *which, const char **why)

@@ -74,6 +74,7 @@
 #define VT_SEGFILE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vt_assert.h"
@@ -109,6 +110,9 @@ struct vt_commit_point {
 /* Encodes one 512-byte slot. */
 void vt_commit_slot_encode(const struct vt_commit_point *cp, unsigned slot,
                            uint8_t out[VT_COMMIT_SLOT_BYTES]);
+/* True when slot `slot` of a 1024-byte boundary file is damaged: not all
+ * zero (unused) and not a well-formed slot (magic, version, position, CRC). */
+bool vt_commit_slot_damaged(const uint8_t *buf, unsigned slot);
 /* Decodes a whole 1024-byte boundary file: the newest valid slot.
  * 0 ok; -ENODATA both slots unused (all zero); -EBADMSG both unusable with at
  * least one damaged, or a slot for another segment. `which` = slot used. */

@@ -33,6 +33,7 @@ vt_quarantine_name(enum vt_quarantine q)
         "ActiveNotLast",
         "InvalidIntent",
         "CorruptBelowBoundary",
+        "AmbiguousBoundary",
     };
     return (unsigned)q < VT_ARRAY_LEN(names) ? names[q] : "Unknown";
 }

@@ -67,11 +67,18 @@ enum vt_quarantine {
     VT_Q_ACTIVE_NOT_LAST,         /* the tail is not the highest segment */
     VT_Q_INVALID_INTENT,          /* an undecodable truncate/retention intent */
     VT_Q_CORRUPT_BELOW_BOUNDARY,  /* a checksum failure in committed data */
+    VT_Q_AMBIGUOUS_BOUNDARY,      /* a damaged commit slot and, beyond the other
+                                   * slot's boundary, bytes that are not batches */
 };
 const char *vt_quarantine_name(enum vt_quarantine q);
 
 struct vt_segset_recovery {
     uint64_t truncated_bytes;   /* bytes cut beyond the commit boundary */
+    /* A damaged commit slot: the tail's batches beyond the other slot's
+     * boundary were kept (never cut: that slot may have been the newer one) */
+    bool boundary_slot_damaged;
+    unsigned damaged_slot;
+    uint64_t kept_bytes, kept_records; /* beyond the other slot's boundary */
     uint64_t recovered_records; /* records scanned in the tail */
     uint64_t recovered_bytes;   /* committed bytes scanned in the tail */
     uint32_t sealed_segments;

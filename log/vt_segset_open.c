@@ -421,7 +421,8 @@ vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
 }
 
 static int
-read_boundary(struct vt_segset *s, struct vt_seg *g, const char *path, struct vt_log_err *err)
+read_boundary(struct vt_segset *s, struct vt_seg *g, const char *path,
+              struct vt_segset_recovery *rec, struct vt_log_err *err)
 {
     uint8_t buf[VT_COMMIT_FILE_BYTES];
     char cpath[PATH_MAX];
@@ -439,6 +440,11 @@ read_boundary(struct vt_segset *s, struct vt_seg *g, const char *path, struct vt
     if (vt_commit_decode(buf, (size_t)n, g->id, &cp, &s->commit_slot, &why) != 0)
         return vt_log_err_set(err, -EUCLEAN, cpath, "%s: %s",
                               vt_quarantine_name(VT_Q_INVALID_ARTIFACT), why);
+    unsigned other = 1 - s->commit_slot;
+    if (vt_commit_slot_damaged(buf, other)) {
+        rec->boundary_slot_damaged = true;
+        rec->damaged_slot = other;
+    }
     uint64_t size = 0;
     int regular = 0;
     int rc = s->ops->stat_size(s->ops->ctx, path, &size, &regular);
@@ -452,6 +458,63 @@ read_boundary(struct vt_segset *s, struct vt_seg *g, const char *path, struct vt
     s->committed_end = s->written_end = cp.committed_end;
     s->committed_next = s->written_next = cp.committed_next;
     s->prealloc_end = size;
+    return 0;
+}
+
+/* The other commit slot is damaged, so the slot read may be the older one:
+ * a torn write of the newer slot and later damage to a synced one look the
+ * same. Checksummed batches beyond the boundary were made durable before
+ * any slot covering them was written, so they are kept (never cut) and the
+ * boundary moves to their end; the caller rewrites it. They must run
+ * contiguously up to unused (zero) space or the end of the file: anything
+ * else there is ambiguous, and the range is refused with nothing cut. */
+static int
+keep_beyond_damaged_slot(struct vt_segset *s, struct vt_seg *g, const char *path,
+                         struct replay_ctx *r, struct vt_segset_recovery *rec,
+                         struct vt_log_err *err)
+{
+    uint64_t pos = s->committed_end, size = s->prealloc_end;
+    while (pos < size) {
+        uint8_t hb[VT_BATCH_HEADER_BYTES];
+        size_t want = size - pos < sizeof(hb) ? (size_t)(size - pos) : sizeof(hb);
+        ssize_t n = vt_file_pread_all(s->ops, g->fd, hb, want, pos);
+        if (n < 0)
+            return vt_log_err_set(err, (int)n, path, "read: %s", strerror((int)-n));
+        bool zero = true;
+        for (ssize_t i = 0; i < n && zero; i++)
+            zero = hb[i] == 0;
+        if (zero)
+            break;
+        struct vt_batch_hdr h;
+        const char *why = "a batch header cut by the end of the file";
+        if ((size_t)n < sizeof(hb) ||
+            vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, &h, &why) != 0 ||
+            (why = "a batch running past the end of the file", pos + h.batch_len > size))
+            return vt_log_err_set(err, -EUCLEAN, path, "%s: commit slot %u of the boundary is "
+                                  "damaged, and byte %llu beyond the other slot's boundary (%llu) "
+                                  "is not a batch (%s): a torn write cannot be told from damage, "
+                                  "so nothing was cut", vt_quarantine_name(VT_Q_AMBIGUOUS_BOUNDARY),
+                                  rec->damaged_slot, (unsigned long long)pos,
+                                  (unsigned long long)s->committed_end, why);
+        pos += h.batch_len;
+    }
+    if (pos == s->committed_end)
+        return 0;
+    uint64_t before = r->records;
+    int rc = vt_segset__scan(s, g, path, s->committed_end, pos, s->committed_next, replay_batch,
+                             r, err);
+    if (rc == -EBADMSG)
+        return vt_log_err_set(err, -EUCLEAN, path, "%s: commit slot %u of the boundary is "
+                              "damaged, and a batch beyond the other slot's boundary (%llu) "
+                              "fails its check: %s; nothing was cut",
+                              vt_quarantine_name(VT_Q_AMBIGUOUS_BOUNDARY), rec->damaged_slot,
+                              (unsigned long long)s->committed_end, err->msg);
+    if (rc != 0)
+        return rc;
+    rec->kept_bytes = pos - s->committed_end;
+    rec->kept_records = r->records - before;
+    s->committed_end = s->written_end = pos;
+    s->committed_next = s->written_next = s->committed_next + rec->kept_records;
     return 0;
 }
 
@@ -520,7 +583,7 @@ recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec, struct vt_log_
         return rc;
     memcpy(g->id, s->tail_hdr.segment_id, 16);
     s->limits = s->tail_hdr.limits;
-    rc = read_boundary(s, g, path, err);
+    rc = read_boundary(s, g, path, rec, err);
     struct vt_producers *p = NULL;
     if (rc == 0)
         rc = load_inherited_producers(s, g->base, &p, err);
@@ -537,6 +600,8 @@ recover_tail(struct vt_segset *s, struct vt_segset_recovery *rec, struct vt_log_
                             "ends at %llu", vt_quarantine_name(VT_Q_CORRUPT_BELOW_BOUNDARY),
                             (unsigned long long)s->committed_next,
                             (unsigned long long)scanned_next);
+    if (rc == 0 && rec->boundary_slot_damaged)
+        rc = keep_beyond_damaged_slot(s, g, path, &r, rec, err);
     if (rc == 0)
         rc = cut_uncommitted(s, g, path, &rec->truncated_bytes, err);
     /* The boundary read may be page cache only: after a failed fdatasync
