@@ -11,7 +11,10 @@
 #  3. the data dir on a 8 MiB tmpfs (a private mount namespace): produce
 #     until the disk is full -> retryable Storage refusals, status disk_full,
 #     /readyz 503, metrics; space freed -> the range resumes by itself (no
-#     restart), produce continues and every acknowledged record verifies.
+#     restart), produce continues and every acknowledged record verifies;
+#  4. one byte of the newest slot of the tail's .commit flipped after a clean
+#     stop: the node opens with a warning naming the slot, and every
+#     acknowledged record is still there and verifies.
 # Exit 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 node=${1:?usage: storage_faults.sh VTOP_NODE VTOPCTL SOURCE_DIR}
@@ -157,5 +160,36 @@ committed=$(sn_status_field committed)
 [ "$committed" -eq $((acked + 2000)) ] || fail "committed $committed, acknowledged $((acked + 2000))"
 sn_stop
 echo "disk full: refused, reported, resumed by itself; all $committed acknowledged records verify"
+umount "$work/full"
+
+# --- 4. one byte of the newest commit slot flipped after a clean stop ---------------
+sn_config "$work/cmt" "max_record: 4KiB, max_batch: 64KiB, max_segment: 64MiB, scrub_rate: 0"
+sn_start 5
+"$ctl" produce --config "$work/client.yaml" --records 30000 --value-bytes 200 \
+    --acked-file "$work/acked5" >"$work/p5.out" 2>"$work/p5.err" ||
+    fail "produce 30000: $(cat "$work/p5.err")"
+acked=$(cat "$work/acked5")
+sn_stop
+cmt=$(find "$work/cmt" -name '*.commit' | sort | tail -n 1)
+[ -n "$cmt" ] || fail "no commit boundary file"
+seq0=$(od -An -tx1 -j 32 -N 8 "$cmt" | tr -d ' \n')
+seq1=$(od -An -tx1 -j 544 -N 8 "$cmt" | tr -d ' \n')
+newest=0
+[ "$((16#$seq1))" -gt "$((16#$seq0))" ] && newest=1
+at=$((newest * 512 + 45)) # inside committed_next
+byte=$(od -An -tu1 -j "$at" -N1 "$cmt" | tr -d ' ')
+# shellcheck disable=SC2059  # the format is the octal escape of the new byte
+printf "$(printf '\\%03o' $((byte ^ 0x40)))" | dd of="$cmt" bs=1 seek="$at" conv=notrunc status=none
+echo "flipped byte $at of $(basename "$cmt") (slot $newest, the newest) after $acked acknowledged records"
+sn_start 6
+grep -q "DAMAGE in the tail's commit boundary (slot $newest)" "$work/node6.err" ||
+    fail "no warning naming the damaged slot"
+echo "node: $(grep -o "DAMAGE in the tail's commit boundary.*" "$work/node6.err" | cut -c1-200)"
+committed=$(sn_status_field committed)
+[ "$committed" -ge "$acked" ] || fail "committed $committed after the flip, $acked were acknowledged"
+"$ctl" verify --config "$work/client.yaml" >"$work/v5.out" 2>"$work/v5.err" ||
+    fail "verify after the flip: $(cat "$work/v5.out" "$work/v5.err")"
+sn_stop
+echo "commit slot damage: every one of the $acked acknowledged records kept and verified"
 echo "PASS"
 exit 0
