@@ -109,6 +109,7 @@ struct vt_broker_metrics {
     int repl_catchups, repl_catchup_records;                             /* counters */
     int corruptions, disk_full_refusals, scrub_bytes; /* counters (vt_range_health.c) */
     int heals, heal_failures, heal_bytes;             /* counters (vt_range_health.c) */
+    int retained_segments, retained_bytes;            /* counters (vt_range.c retention) */
     int xfer_bytes, xfer_segments, seal_tails, xfer_refusals;            /* counters */
 };
 

@@ -30,6 +30,7 @@ vt_range_actor_new(struct vt_broker *b, const struct vt_broker_range *br)
     ra->b = b;
     ra->br = *br;
     ra->fencing_epoch = br->fencing_epoch;
+    atomic_init(&ra->retain_oldest_ms_g, INT64_MIN);
     vt_timer_init(&ra->park_tick, NULL, ra); /* the callback is set below, where it lives */
     return ra;
 }
@@ -669,9 +670,19 @@ on_retained(struct vt_rlog *l, int rc, uint32_t removed, void *arg)
         return;
     }
     (void)removed;
-    /* segments sealed while it ran are judged now, not at the next tick */
     struct vt_rlog_stats st;
     vt_rlog_stats(l, &st);
+    struct vt_metrics_shard *sh = vt_broker_shard(ra->b, vt_core_self());
+    if (st.retained_segments != ra->retained_segments_seen)
+        vt_metric_add(sh, ra->b->m.retained_segments,
+                      (int64_t)(st.retained_segments - ra->retained_segments_seen));
+    if (st.retained_bytes != ra->retained_bytes_seen)
+        vt_metric_add(sh, ra->b->m.retained_bytes,
+                      (int64_t)(st.retained_bytes - ra->retained_bytes_seen));
+    ra->retained_segments_seen = st.retained_segments;
+    ra->retained_bytes_seen = st.retained_bytes;
+    atomic_store_explicit(&ra->retain_oldest_ms_g, st.oldest_sealed_ts_ms, memory_order_relaxed);
+    /* segments sealed while it ran are judged now, not at the next tick */
     if (rc == 0 && st.rolls != ra->rolls_seen) {
         ra->rolls_seen = st.rolls;
         retain_now(ra);

@@ -137,6 +137,10 @@ struct vt_range_actor {
     _Atomic int64_t scrub_pass_ms_g;       /* last complete scrub pass, 0 none */
     uint64_t corruptions_seen, refusals_seen; /* counted into the node-wide counters */
     uint64_t heals_seen, heal_failures_seen, heal_bytes_seen;
+    uint64_t retained_segments_seen, retained_bytes_seen;
+    /* retention: the newest record time of the oldest sealed segment left,
+     * as of the last retention run; INT64_MIN none (no run, no sealed) */
+    _Atomic int64_t retain_oldest_ms_g;
     struct vt_timer scrub_tick;            /* paces the scrub steps */
     bool scrub_armed, scrub_busy;
 };

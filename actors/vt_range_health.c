@@ -288,6 +288,10 @@ static const struct {
     {"broker_scrub_oldest_pass_timestamp_seconds",
      "Wall-clock time of the oldest last complete scrub pass among the hosted ranges "
      "(0: some range has not completed one yet)."},
+    {"broker_retention_oldest_timestamp_seconds",
+     "Under a retention bound: the newest record time of the oldest sealed segment any hosted "
+     "range still holds, as of its last retention run (what limits.retention_age compares; "
+     "0: none known)."},
 };
 
 static void
@@ -295,7 +299,7 @@ collect(void *arg, const char *family, struct vt_metrics_emit *e)
 {
     struct vt_broker *b = arg;
     double full = 0, damaged = 0, segs = 0;
-    int64_t oldest = INT64_MAX;
+    int64_t oldest = INT64_MAX, kept = INT64_MAX;
     for (unsigned c = 0; c < vt_runtime_cores(b->rt); c++) {
         const struct vt_range_snap *snap = vt_broker_snap_acquire(b, c);
         for (uint32_t i = 0; i < snap->n; i++) {
@@ -307,14 +311,18 @@ collect(void *arg, const char *family, struct vt_metrics_emit *e)
             int64_t p = atomic_load_explicit(&ra->scrub_pass_ms_g, memory_order_relaxed);
             if (p < oldest)
                 oldest = p;
+            int64_t k = atomic_load_explicit(&ra->retain_oldest_ms_g, memory_order_relaxed);
+            if (k != INT64_MIN && k != INT64_MAX && k < kept)
+                kept = k;
         }
         vt_broker_snap_release(b, c);
     }
     double v = strcmp(family, families[0].name) == 0   ? full
                : strcmp(family, families[1].name) == 0 ? damaged
                : strcmp(family, families[2].name) == 0 ? segs
-               : oldest == INT64_MAX                   ? 0
-                                                       : (double)oldest / 1000.0;
+               : strcmp(family, families[3].name) == 0
+                   ? (oldest == INT64_MAX ? 0 : (double)oldest / 1000.0)
+                   : (kept == INT64_MAX ? 0 : (double)kept / 1000.0);
     (void)vt_metrics_emit(e, family, NULL, v);
 }
 
@@ -338,8 +346,14 @@ vt_range__health_register(struct vt_broker *b)
         "segment that cannot be healed).", 0);
     m->heal_bytes = vt_metrics_counter(b->metrics, "broker_segment_heal_bytes_total", NULL,
                                        "Bytes of sealed segments rebuilt by heals.", 0);
+    m->retained_segments = vt_metrics_counter(
+        b->metrics, "broker_retention_segments_total", NULL,
+        "Sealed segments removed by retention (limits.retention_bytes / retention_age).", 0);
+    m->retained_bytes = vt_metrics_counter(b->metrics, "broker_retention_bytes_total", NULL,
+                                           "Bytes of the sealed segments retention removed.", 0);
     if (m->corruptions < 0 || m->disk_full_refusals < 0 || m->scrub_bytes < 0 || m->heals < 0 ||
-        m->heal_failures < 0 || m->heal_bytes < 0)
+        m->heal_failures < 0 || m->heal_bytes < 0 || m->retained_segments < 0 ||
+        m->retained_bytes < 0)
         return -ENOSPC;
     int id = vt_metrics_collector(b->metrics, collect, b);
     for (size_t k = 0; id >= 0 && k < VT_ARRAY_LEN(families); k++)

@@ -853,6 +853,7 @@ vt_rlog_open(struct vt_core *core, const struct vt_rlog_config *cfg, vt_rlog_ope
     l->core = core;
     l->cfg = *cfg;
     l->hold_above = UINT64_MAX;
+    l->stats.oldest_sealed_ts_ms = INT64_MIN;
     vt_timer_init(&l->kick_retry, on_kick_retry, l);
     if (l->cfg.max_pending_bytes == 0)
         l->cfg.max_pending_bytes = 64ull << 20;

@@ -104,6 +104,11 @@ struct vt_rlog_stats {
     /* committed floor: stores done and failed, damaged files met at open
      * (treated as floor 0), and the floor adopted at open */
     uint64_t floor_stores, floor_store_errors, floor_damaged, floor_at_open;
+    /* retention: sealed segments and their bytes removed, ever; and the
+     * newest record time of the oldest sealed segment left, as of the last
+     * retention run (what retention_age compares; INT64_MIN: none known) */
+    uint64_t retained_segments, retained_bytes;
+    int64_t oldest_sealed_ts_ms;
 };
 
 typedef void vt_rlog_open_cb(struct vt_rlog *l, int rc, const struct vt_log_err *err,

@@ -138,6 +138,8 @@ struct vt_rlog {
     uint64_t job_sealed_records, job_sealed_end; /* seal-tail job */
     uint64_t job_sync_ns; /* commit job: time in fdatasync */
     uint32_t job_rolls, job_retained;
+    uint64_t job_retained_bytes;
+    int64_t job_oldest_ts;
     bool job_held_stored; /* epoch job: the held file was replaced */
     bool job_dirty;       /* a control job changed state on disk before failing */
     struct vt_segset_recovery rec;

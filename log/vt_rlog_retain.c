@@ -21,8 +21,12 @@ retain_job(const struct vt_file_ops *ops, void *arg)
     uint64_t committed = vt_segset_committed(l->set);
     uint64_t floor = op->floor < committed ? op->floor : committed;
     l->job_retained = 0;
+    uint64_t before = vt_segset_total_bytes(l->set);
     int rc = vt_segset_retain(l->set, op->max_bytes, op->max_age_ms, op->now_ms, floor,
                               &l->job_retained, &l->job_err);
+    uint64_t after = vt_segset_total_bytes(l->set);
+    l->job_retained_bytes = rc == 0 && before > after ? before - after : 0;
+    l->job_oldest_ts = rc == 0 ? vt_segset_oldest_sealed_ts(l->set) : INT64_MIN;
     l->job_start = vt_segset_start_offset(l->set);
     l->job_damaged = vt_segset_damaged_segments(l->set);
     l->job_rc = rc;
@@ -67,7 +71,12 @@ vt_rlog__retain_done(struct vt_rlog *l)
         vt_rlog__poison(l, rc, "by retention");
     } else if (rc != 0) {
         VT_WARN("range log %s: retention refused: %s", l->cfg.dir, l->job_err.msg);
-    } else if (l->job_retained > 0) {
+    } else {
+        l->stats.oldest_sealed_ts_ms = l->job_oldest_ts;
+    }
+    if (rc == 0 && l->job_retained > 0) {
+        l->stats.retained_segments += l->job_retained;
+        l->stats.retained_bytes += l->job_retained_bytes;
         VT_INFO("range log %s: retention removed %u sealed segments; first offset now %llu",
                 l->cfg.dir, l->job_retained, (unsigned long long)l->start);
     }

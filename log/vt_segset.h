@@ -155,6 +155,11 @@ int vt_segset_truncate(struct vt_segset *s, uint64_t offset, struct vt_log_err *
 int vt_segset_load_producers(struct vt_segset *s, struct vt_producers **out,
                              struct vt_log_err *err) VT_MUST_USE;
 
+/* The newest record time of the oldest sealed segment (INT64_MIN when there
+ * is none; INT64_MAX when its batches cannot be read). May read the file:
+ * the I/O thread only. */
+int64_t vt_segset_oldest_sealed_ts(struct vt_segset *s);
+
 /* Retention: removes whole sealed segments from the front while the range
  * holds more than max_total_bytes (0 = no byte bound) or the segment's
  * newest record is older than now_ms - max_age_ms (0 = no age bound), and

@@ -590,6 +590,12 @@ seg_max_ts(struct vt_segset *s, struct vt_seg *g)
     return g->max_ts;
 }
 
+int64_t
+vt_segset_oldest_sealed_ts(struct vt_segset *s)
+{
+    return s->n > 1 ? seg_max_ts(s, &s->segs[0]) : INT64_MIN;
+}
+
 int
 vt_segset_retain(struct vt_segset *s, uint64_t max_total_bytes, uint64_t max_age_ms,
                  int64_t now_ms, uint64_t committed_floor, uint32_t *removed,

@@ -33,6 +33,9 @@ stop_node() { sn_stop; }
 status_field() { sn_status_field "$1"; }
 
 segments() { find "$work/data" -name '*.segment' | wc -l; }
+metric() { # metric NAME: its value on the node's /metrics (empty when absent)
+    curl -s "http://127.0.0.1:$mport/metrics" | awk -v n="vtop_$1" '$1 == n {print $2}'
+}
 
 # --- the byte bound --------------------------------------------------------------
 node_config "retention_bytes: 1MiB"
@@ -52,6 +55,18 @@ bytes=$(find "$work/data" \( -name '*.segment' -o -name '*.active' \) -printf '%
 echo "byte bound: start_offset=$start, $(segments) sealed segments, $bytes bytes on disk"
 # sealed bytes stay near the bound: at most 1 MiB plus one segment and the tail
 [ "$(segments)" -le 6 ] || fail "$(segments) sealed segments kept for a 1 MiB bound"
+# the metrics count what went: segments and bytes, and the oldest kept time
+rsegs=$(metric broker_retention_segments_total)
+rbytes=$(metric broker_retention_bytes_total)
+oldest=$(metric broker_retention_oldest_timestamp_seconds)
+[ "${rsegs:-0}" -ge 1 ] || fail "vtop_broker_retention_segments_total is '$rsegs'"
+[ "${rbytes:-0}" -ge $((rsegs * 200000)) ] ||
+    fail "vtop_broker_retention_bytes_total $rbytes for $rsegs segments of ~256 KiB"
+# records are stamped k ms since 1970: the oldest kept segment's newest record
+# is the stamp of an offset at or above the start, below 20000
+awk -v o="${oldest:-x}" -v s="$start" 'BEGIN {exit !(o != "x" && o * 1000 >= s && o * 1000 < 20000)}' ||
+    fail "vtop_broker_retention_oldest_timestamp_seconds is '$oldest' (start $start)"
+echo "metrics: $rsegs segments and $rbytes bytes removed; oldest kept stamp $oldest s"
 # a fetch below the start is refused and says why
 "$ctl" verify --config "$work/client.yaml" >"$work/v.out" 2>"$work/v.err" &&
     fail "verify from offset 0 succeeded below start $start"
