@@ -45,3 +45,23 @@ caught_up() {
     h=$(field "$s" hwm)
     [ -n "$c" ] && [ -n "$h" ] && [ "$c" -ge "$2" ] && [ "$h" -ge "$2" ]
 }
+# produce N FIRST [ARGS...]: N quorum records (100-byte values, 100 per
+# batch) through node 1 from sequence FIRST
+produce() {
+    local n=$1 first=$2
+    shift 2
+    ctl produce --config "$CL_WORK/c1.yaml" --records "$n" --first-sequence "$first" --batch 100 \
+        --value-bytes 100 --durability quorum "$@"
+}
+# verify_node NODE N: node NODE's HWM reaches N and it serves records 0..N
+# byte-exact
+verify_node() {
+    cl_wait_hwm "$1" "$CL_WORK/c$1.yaml" "$2" || fail "node $1 HWM did not reach $2"
+    local out
+    out=$(ctl verify --config "$CL_WORK/c$1.yaml" --expect-at-least "$2" \
+        --verify-content-through "$2" --value-bytes 100 2>&1) ||
+        fail "verify on node $1 (want $2 records): $out"
+    printf '%s\n' "$out" | grep -q "^verify_done records=$2 hwm=$2 content_checked=$2" ||
+        fail "verify on node $1: $out"
+    echo "node $1: $out"
+}

@@ -40,22 +40,6 @@ metric() { # metric NODE NAME: its value (0 when absent)
 healed() { [ "$(metric "$1" vtop_broker_segment_heals_total)" -ge "$2" ]; }
 heal_failed() { [ "$(metric "$1" vtop_broker_segment_heal_failures_total)" -ge 1 ]; }
 storage_is() { [ "$(sfield "$(status "$1")" storage)" = "$2" ]; }
-produce() {
-    local n=$1 first=$2
-    shift 2
-    ctl produce --config "$CL_WORK/c1.yaml" --records "$n" --first-sequence "$first" --batch 100 \
-        --value-bytes 100 --durability quorum "$@"
-}
-verify_node() {
-    cl_wait_hwm "$1" "$CL_WORK/c$1.yaml" "$2" || fail "node $1 HWM did not reach $2"
-    local out
-    out=$(ctl verify --config "$CL_WORK/c$1.yaml" --expect-at-least "$2" \
-        --verify-content-through "$2" --value-bytes 100 2>&1) ||
-        fail "verify on node $1 (want $2 records): $out"
-    printf '%s\n' "$out" | grep -q "^verify_done records=$2 hwm=$2 content_checked=$2" ||
-        fail "verify on node $1: $out"
-    echo "node $1: $out"
-}
 dir_of() { echo "$CL_WORK/n$1/ranges/demo-$R"; }
 # flip NODE INDEX EXT: flips the middle byte of the INDEX-th (1-based) sealed
 # stem's file with extension EXT, after saving a copy of the segment file;

@@ -36,22 +36,6 @@ CL_LIMITS="{max_segment: 256KiB, max_batch: 64KiB, max_record: 16KiB}"
 R=$(echo "$CL_RANGES" | cut -d' ' -f1)
 # shellcheck source=tests/integration/cluster_test_lib.sh
 . "$CL_TOP/tests/integration/cluster_test_lib.sh"
-produce() {
-    local n=$1 first=$2
-    shift 2
-    ctl produce --config "$CL_WORK/c1.yaml" --records "$n" --first-sequence "$first" --batch 100 \
-        --value-bytes 100 --durability quorum "$@"
-}
-verify_node() {
-    cl_wait_hwm "$1" "$CL_WORK/c$1.yaml" "$2" || fail "node $1 HWM did not reach $2"
-    local out
-    out=$(ctl verify --config "$CL_WORK/c$1.yaml" --expect-at-least "$2" \
-        --verify-content-through "$2" --value-bytes 100 2>&1) ||
-        fail "verify on node $1 (want $2 records): $out"
-    printf '%s\n' "$out" | grep -q "^verify_done records=$2 hwm=$2 content_checked=$2" ||
-        fail "verify on node $1: $out"
-    echo "node $1: $out"
-}
 repair() { ctl node repair --config "$CL_WORK/op.yaml" --from "$leader_addr" "$@"; }
 d1() { echo "$CL_WORK/n1/ranges/demo-$R"; }
 d2() { echo "$CL_WORK/n2/ranges/demo-$R"; }
