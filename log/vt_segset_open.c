@@ -461,6 +461,44 @@ read_boundary(struct vt_segset *s, struct vt_seg *g, const char *path,
     return 0;
 }
 
+/* Walks the batch headers from the boundary: *pos = where the run of batch
+ * data there stops, *why = NULL when it stops at unused (zero) space or the
+ * end of the file, else why the bytes at *pos are not a batch. Reads only
+ * headers; checksums are the scan's. */
+static int
+walk_beyond_boundary(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_t *pos,
+                     const char **why, struct vt_log_err *err)
+{
+    uint64_t p = s->committed_end, size = s->prealloc_end;
+    *why = NULL;
+    while (p < size) {
+        uint8_t hb[VT_BATCH_HEADER_BYTES];
+        size_t want = size - p < sizeof(hb) ? (size_t)(size - p) : sizeof(hb);
+        ssize_t n = vt_file_pread_all(s->ops, g->fd, hb, want, p);
+        if (n < 0)
+            return vt_log_err_set(err, (int)n, path, "read: %s", strerror((int)-n));
+        bool zero = true;
+        for (ssize_t i = 0; i < n && zero; i++)
+            zero = hb[i] == 0;
+        if (zero)
+            break;
+        struct vt_batch_hdr h;
+        if ((size_t)n < sizeof(hb)) {
+            *why = "a batch header cut by the end of the file";
+            break;
+        }
+        if (vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, &h, why) != 0)
+            break;
+        if (p + h.batch_len > size) {
+            *why = "a batch running past the end of the file";
+            break;
+        }
+        p += h.batch_len;
+    }
+    *pos = p;
+    return 0;
+}
+
 /* The other commit slot is damaged, so the slot read may be the older one:
  * a torn write of the newer slot and later damage to a synced one look the
  * same. Checksummed batches beyond the boundary were made durable before
@@ -473,36 +511,23 @@ keep_beyond_damaged_slot(struct vt_segset *s, struct vt_seg *g, const char *path
                          struct replay_ctx *r, struct vt_segset_recovery *rec,
                          struct vt_log_err *err)
 {
-    uint64_t pos = s->committed_end, size = s->prealloc_end;
-    while (pos < size) {
-        uint8_t hb[VT_BATCH_HEADER_BYTES];
-        size_t want = size - pos < sizeof(hb) ? (size_t)(size - pos) : sizeof(hb);
-        ssize_t n = vt_file_pread_all(s->ops, g->fd, hb, want, pos);
-        if (n < 0)
-            return vt_log_err_set(err, (int)n, path, "read: %s", strerror((int)-n));
-        bool zero = true;
-        for (ssize_t i = 0; i < n && zero; i++)
-            zero = hb[i] == 0;
-        if (zero)
-            break;
-        struct vt_batch_hdr h;
-        const char *why = "a batch header cut by the end of the file";
-        if ((size_t)n < sizeof(hb) ||
-            vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, &h, &why) != 0 ||
-            (why = "a batch running past the end of the file", pos + h.batch_len > size))
-            return vt_log_err_set(err, -EUCLEAN, path, "%s: commit slot %u of the boundary is "
-                                  "damaged, and byte %llu beyond the other slot's boundary (%llu) "
-                                  "is not a batch (%s): a torn write cannot be told from damage, "
-                                  "so nothing was cut", vt_quarantine_name(VT_Q_AMBIGUOUS_BOUNDARY),
-                                  rec->damaged_slot, (unsigned long long)pos,
-                                  (unsigned long long)s->committed_end, why);
-        pos += h.batch_len;
-    }
+    uint64_t pos = 0;
+    const char *why = NULL;
+    int rc = walk_beyond_boundary(s, g, path, &pos, &why, err);
+    if (rc != 0)
+        return rc;
+    if (why != NULL)
+        return vt_log_err_set(err, -EUCLEAN, path, "%s: commit slot %u of the boundary is "
+                              "damaged, and byte %llu beyond the other slot's boundary (%llu) "
+                              "is not a batch (%s): a torn write cannot be told from damage, "
+                              "so nothing was cut", vt_quarantine_name(VT_Q_AMBIGUOUS_BOUNDARY),
+                              rec->damaged_slot, (unsigned long long)pos,
+                              (unsigned long long)s->committed_end, why);
     if (pos == s->committed_end)
         return 0;
     uint64_t before = r->records;
-    int rc = vt_segset__scan(s, g, path, s->committed_end, pos, s->committed_next, replay_batch,
-                             r, err);
+    rc = vt_segset__scan(s, g, path, s->committed_end, pos, s->committed_next, replay_batch, r,
+                         err);
     if (rc == -EBADMSG)
         return vt_log_err_set(err, -EUCLEAN, path, "%s: commit slot %u of the boundary is "
                               "damaged, and a batch beyond the other slot's boundary (%llu) "
@@ -519,35 +544,24 @@ keep_beyond_damaged_slot(struct vt_segset *s, struct vt_seg *g, const char *path
 }
 
 /* Bytes beyond the boundary were never committed: measure the run of batch
- * data there (complete or torn) and cut the file back to the boundary. */
+ * data there (complete or torn; anything unrecognisable goes to the end)
+ * and cut the file back to the boundary. */
 static int
 cut_uncommitted(struct vt_segset *s, struct vt_seg *g, const char *path, uint64_t *cut,
                 struct vt_log_err *err)
 {
-    uint64_t pos = s->committed_end, size = s->prealloc_end;
+    uint64_t pos = 0;
+    const char *why = NULL;
     *cut = 0;
-    while (pos < size) {
-        uint8_t hb[VT_BATCH_HEADER_BYTES];
-        ssize_t n = vt_file_pread_all(s->ops, g->fd, hb, sizeof(hb), pos);
-        if (n < 0)
-            return vt_log_err_set(err, (int)n, path, "read: %s", strerror((int)-n));
-        bool zero = true;
-        for (ssize_t i = 0; i < n && zero; i++)
-            zero = hb[i] == 0;
-        if (zero)
-            break;
-        struct vt_batch_hdr h;
-        const char *why;
-        if (vt_batch_decode_header(hb, (size_t)n, s->limits.max_batch_bytes, &h, &why) != 0) {
-            pos = size; /* unrecognisable: everything after the boundary goes */
-            break;
-        }
-        pos += h.batch_len;
-    }
+    int rc = walk_beyond_boundary(s, g, path, &pos, &why, err);
+    if (rc != 0)
+        return rc;
+    if (why != NULL)
+        pos = s->prealloc_end; /* unrecognisable: everything after the boundary goes */
     if (pos == s->committed_end)
         return 0;
-    *cut = (pos < size ? pos : size) - s->committed_end;
-    int rc = s->ops->ftruncate(s->ops->ctx, g->fd, s->committed_end);
+    *cut = pos - s->committed_end;
+    rc = s->ops->ftruncate(s->ops->ctx, g->fd, s->committed_end);
     if (rc == 0)
         rc = s->ops->fdatasync(s->ops->ctx, g->fd);
     if (rc != 0)
